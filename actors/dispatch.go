@@ -1,0 +1,141 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/bridge-mcp/bridge/protocol"
+)
+
+// DefaultSession is the session of a call without a session argument.
+const DefaultSession = "default"
+
+var sessionRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Dispatcher turns raw run_python arguments into a Result: it validates them
+// (SPEC §4.3), resolves the servers with the router, and runs the code in
+// the named session. The front actor and `bridge exec` share it.
+type Dispatcher struct {
+	Sessions       *Sessions
+	Resolve        func(ctx context.Context, names []string) ([]protocol.Server, error)
+	DefaultTimeout int
+	MaxTimeout     int
+	MaxCodeBytes   int
+}
+
+// Args are validated run_python arguments.
+type Args struct {
+	Code    string
+	Servers []string
+	Timeout int
+	Session string
+	Notes   []string
+}
+
+// Validate checks raw arguments in the order of §4.3; the first failure wins.
+func (d *Dispatcher) Validate(raw json.RawMessage) (Args, string) {
+	var fields map[string]json.RawMessage
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return Args{}, "Missing 'code' argument"
+		}
+	}
+	present := func(k string) (json.RawMessage, bool) {
+		v, ok := fields[k]
+		return v, ok && string(v) != "null"
+	}
+	a := Args{Timeout: d.DefaultTimeout, Session: DefaultSession}
+	v, ok := present("code")
+	if !ok || json.Unmarshal(v, &a.Code) != nil || strings.TrimSpace(a.Code) == "" {
+		return Args{}, "Missing 'code' argument"
+	}
+	if len(a.Code) > d.MaxCodeBytes {
+		return Args{}, fmt.Sprintf("'code' is %d bytes; the limit is %d bytes", len(a.Code), d.MaxCodeBytes)
+	}
+	if v, ok := present("servers"); ok {
+		var items []json.RawMessage
+		if json.Unmarshal(v, &items) != nil {
+			return Args{}, "'servers' must be a list"
+		}
+		seen := map[string]bool{}
+		for _, it := range items {
+			var s string
+			if json.Unmarshal(it, &s) != nil {
+				return Args{}, "'servers' must be a list of strings"
+			}
+			if !seen[s] { // VAL-1: duplicates dropped, first occurrence kept
+				seen[s] = true
+				a.Servers = append(a.Servers, s)
+			}
+		}
+	}
+	if v, ok := present("timeout"); ok {
+		var n json.Number
+		if json.Unmarshal(v, &n) != nil || strings.ContainsAny(string(v), ".eE\"") {
+			return Args{}, "'timeout' must be an integer"
+		}
+		t, err := n.Int64()
+		if err != nil && !strings.HasPrefix(string(n), "-") {
+			t = int64(d.MaxTimeout) + 1 // huge: clamp below
+		} else if err != nil || t < 1 {
+			return Args{}, fmt.Sprintf("'timeout' must be between 1 and %d seconds", d.MaxTimeout)
+		}
+		if t > int64(d.MaxTimeout) {
+			t = int64(d.MaxTimeout)
+			a.Notes = append(a.Notes, fmt.Sprintf("timeout clamped to %ds (MCP_BRIDGE_MAX_TIMEOUT)", d.MaxTimeout))
+		}
+		a.Timeout = int(t)
+	}
+	if v, ok := present("session"); ok {
+		if json.Unmarshal(v, &a.Session) != nil || !sessionRe.MatchString(a.Session) {
+			return Args{}, "'session' must be 1-64 characters from A-Z a-z 0-9 _ . -"
+		}
+	}
+	return a, ""
+}
+
+// Run validates raw and runs the call.
+func (d *Dispatcher) Run(ctx context.Context, raw json.RawMessage) (res Result) {
+	queued := time.Now()
+	args, msg := d.Validate(raw)
+	if msg != "" {
+		return Result{Status: StatusValidation, Error: msg, Session: DefaultSession}
+	}
+	defer func() { res.Notes = append(res.Notes, args.Notes...) }()
+	return d.RunArgs(ctx, args, queued)
+}
+
+// RunArgs runs validated arguments; queued starts the timeout clock.
+func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) Result {
+	base := Result{Session: args.Session, Servers: args.Servers, TimeoutSeconds: args.Timeout}
+	fail := func(err error) Result {
+		base.Status, base.Error = StatusError, err.Error()
+		return base
+	}
+	servers, err := d.Resolve(ctx, args.Servers)
+	if err != nil {
+		return fail(err)
+	}
+	s, err := d.Sessions.Get(ctx, args.Session)
+	if err != nil {
+		return fail(err)
+	}
+	timeout := time.Duration(args.Timeout) * time.Second
+	req := &ExecRequest{
+		Ctx: ctx, Code: args.Code, Servers: servers, Timeout: timeout,
+		Deadline: queued.Add(timeout), Reply: make(chan Result, 1),
+	}
+	if !s.Exec(ctx, req) {
+		return fail(ctx.Err())
+	}
+	select {
+	case r := <-req.Reply:
+		return r
+	case <-ctx.Done():
+		return fail(fmt.Errorf("cancelled: %w", ctx.Err()))
+	}
+}

@@ -1,0 +1,108 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+	"github.com/thejerf/suture/v4"
+)
+
+// FrontConfig is what the front actor serves.
+type FrontConfig struct {
+	Name, Version string
+	Tool          mcp.Tool
+	Resource      mcp.Resource
+	ResourceText  string
+	Dispatcher    *Dispatcher
+	Render        func(Result) *mcp.CallToolResult
+	In            io.Reader
+	Out           io.Writer
+	Log           zerolog.Logger
+	// Done is called when stdin reaches EOF: the bridge shuts down (LIF-1).
+	Done func()
+}
+
+// Front is the stdio MCP server actor. It is never restarted in-process
+// (SUP-3): mcp-go cannot resume reading the same stdin.
+type Front struct {
+	cfg FrontConfig
+	srv *server.MCPServer
+}
+
+// NewFront builds the MCP server with its one tool and one resource.
+func NewFront(cfg FrontConfig) *Front {
+	srv := server.NewMCPServer(cfg.Name, cfg.Version,
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+	)
+	f := &Front{cfg: cfg, srv: srv}
+	srv.AddTool(cfg.Tool, f.callTool)
+	srv.AddResource(cfg.Resource, f.readResource)
+	return f
+}
+
+func (f *Front) String() string { return "front" }
+
+// Server returns the MCP server, for in-process tests.
+func (f *Front) Server() *server.MCPServer { return f.srv }
+
+// Serve reads MCP messages until stdin ends or ctx is cancelled.
+func (f *Front) Serve(ctx context.Context) error {
+	stdio := server.NewStdioServer(f.srv)
+	server.WithWorkerPoolSize(16)(stdio)
+	server.WithQueueSize(128)(stdio)
+	stdio.SetErrorLogger(log.New(zerologWriter{f.cfg.Log}, "", 0))
+	err := stdio.Listen(ctx, f.cfg.In, f.cfg.Out)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		f.cfg.Log.Info().Msg("stdin closed; shutting down")
+		f.cfg.Done()
+		return suture.ErrDoNotRestart
+	}
+	f.cfg.Log.Error().Err(err).Msg("front failed; exiting so the client restarts the bridge")
+	return fmt.Errorf("%w: front: %v", suture.ErrTerminateSupervisorTree, err)
+}
+
+func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
+			res, err = f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession}), nil
+		}
+	}()
+	raw := req.Params.RawArguments
+	if len(raw) == 0 && req.Params.Arguments != nil {
+		raw, _ = json.Marshal(req.Params.Arguments)
+	}
+	return f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw)), nil
+}
+
+func (f *Front) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	return []mcp.ResourceContents{mcp.TextResourceContents{
+		URI: f.cfg.Resource.URI, MIMEType: "text/markdown", Text: f.cfg.ResourceText,
+	}}, nil
+}
+
+// zerologWriter adapts a stdlib logger's output to zerolog.
+type zerologWriter struct{ log zerolog.Logger }
+
+func (w zerologWriter) Write(p []byte) (int, error) {
+	w.log.Warn().Msg(string(trimNewline(p)))
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}

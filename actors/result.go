@@ -1,0 +1,53 @@
+package actors
+
+// Status values of a run_python result, as the reference names them.
+const (
+	StatusSuccess    = "success"
+	StatusError      = "error"
+	StatusTimeout    = "timeout"
+	StatusValidation = "validation_error"
+)
+
+// Stream names of captured output.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// Chunk is one run of captured output from one stream, in arrival order.
+// When output was truncated, the omission marker line is carried as its own
+// chunk, in the stream where the cut starts, so renderers need no extra rule.
+type Chunk struct {
+	Stream string // StreamStdout or StreamStderr
+	Data   string
+}
+
+// Result is the outcome of one run_python call before rendering. It is a
+// plain value: the front actor hands it to the engine's renderer.
+type Result struct {
+	Status string // one of the Status* constants
+	// ExitCode is nil when unknown (timeout, validation error, sandbox start failure).
+	ExitCode *int
+	Session  string
+	Servers  []string
+	Output   []Chunk
+	// Value is the repr of a final bare expression, nil when there is none.
+	Value *string
+	Error string
+	// TimeoutSeconds is the effective timeout of the call.
+	TimeoutSeconds int
+	Truncated      bool
+	// StateLost is set on the first result after the session's state was
+	// lost; LossReason says why ("timeout", "memory limit exceeded", ...).
+	StateLost  bool
+	LossReason string
+	// Notes are extra lines for the text form, such as the timeout clamp note,
+	// without the "note: " prefix.
+	Notes []string
+	// Internal marks a recovered panic: the summary is "Unexpected failure".
+	Internal   bool
+	DurationMs int64
+}
+
+// IntPtr returns a pointer to n, for Result.ExitCode.
+func IntPtr(n int) *int { return &n }

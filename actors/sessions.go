@@ -1,0 +1,216 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/thejerf/suture/v4"
+)
+
+// spareName is the session label of the pre-started container (SES-2).
+const spareName = "spare"
+
+// Sessions is the manager actor of the sessions supervisor: it maps names to
+// session actors, keeps one spare container warm, enforces
+// MCP_BRIDGE_MAX_SESSIONS by evicting the least recently used idle session,
+// and forwards the reaper's ticks.
+type Sessions struct {
+	cfg  *SandboxConfig
+	sup  *suture.Supervisor
+	max  int
+	idle time.Duration
+	log  zerolog.Logger
+
+	gets   chan getSession
+	spares chan chan *sandbox
+	ticks  chan time.Time
+
+	// Owned by the Serve goroutine.
+	live      map[string]*liveSession
+	lost      map[string]string // loss reasons of evicted names
+	spare     *sandbox
+	spareFrom time.Time
+	closing   sync.WaitGroup // spare closes in flight
+}
+
+type liveSession struct {
+	s        *Session
+	token    suture.ServiceToken
+	lastUsed time.Time
+}
+
+type getSession struct {
+	name  string
+	reply chan getReply
+}
+
+type getReply struct {
+	s   *Session
+	err error
+}
+
+// NewSessions returns the manager; sup is the sessions supervisor, to which
+// the caller adds the manager itself and which hosts every session actor.
+func NewSessions(cfg *SandboxConfig, sup *suture.Supervisor, maxSessions int, idle time.Duration) *Sessions {
+	return &Sessions{
+		cfg: cfg, sup: sup, max: maxSessions, idle: idle,
+		log:    cfg.Log.With().Str("actor", "sessions").Logger(),
+		gets:   make(chan getSession),
+		spares: make(chan chan *sandbox),
+		ticks:  make(chan time.Time, 1),
+		live:   map[string]*liveSession{},
+		lost:   map[string]string{},
+	}
+}
+
+func (m *Sessions) String() string { return "sessions" }
+
+// Get returns the actor for name, creating it if needed (SES-6).
+func (m *Sessions) Get(ctx context.Context, name string) (*Session, error) {
+	reply := make(chan getReply, 1)
+	select {
+	case m.gets <- getSession{name, reply}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-reply:
+		return r.s, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Tick forwards a reaper tick without blocking.
+func (m *Sessions) Tick(now time.Time) {
+	select {
+	case m.ticks <- now:
+	default:
+	}
+}
+
+// takeSpare hands the spare (ready or still starting) to a session and
+// starts the next one; nil when there is none.
+func (m *Sessions) takeSpare(ctx context.Context) *sandbox {
+	reply := make(chan *sandbox, 1)
+	select {
+	case m.spares <- reply:
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case sb := <-reply:
+		return sb
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Serve runs the manager until ctx ends.
+func (m *Sessions) Serve(ctx context.Context) error {
+	m.startSpare()
+	defer func() {
+		if m.spare != nil {
+			m.spare.close()
+			m.spare = nil
+		}
+		m.closing.Wait()
+	}()
+	for {
+		select {
+		case g := <-m.gets:
+			s, err := m.get(ctx, g.name)
+			g.reply <- getReply{s, err}
+		case reply := <-m.spares:
+			sb := m.spare
+			m.spare = nil
+			if sb != nil && !sb.alive() && sb.exitCode == 0 {
+				sb = nil // ended normally (idle); let the session start its own
+			}
+			reply <- sb
+			m.startSpare()
+		case now := <-m.ticks:
+			for _, ls := range m.live {
+				select {
+				case ls.s.control <- sessionControl{now: now}:
+				default:
+				}
+			}
+			if m.spare != nil && m.idle > 0 && now.Sub(m.spareFrom) > m.idle {
+				m.log.Debug().Msg("spare container idle; stopping it")
+				m.closeAsync(m.spare)
+				m.spare = nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (m *Sessions) closeAsync(sb *sandbox) {
+	m.closing.Add(1)
+	go func() {
+		defer m.closing.Done()
+		sb.close()
+	}()
+}
+
+func (m *Sessions) startSpare() {
+	sb, err := startSandbox(m.cfg, spareName)
+	if err != nil {
+		m.log.Debug().Err(err).Msg("no spare container")
+		return
+	}
+	m.spare = sb
+	m.spareFrom = time.Now()
+}
+
+func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
+	if ls, ok := m.live[name]; ok {
+		ls.lastUsed = time.Now()
+		return ls.s, nil
+	}
+	if len(m.live) >= m.max && !m.evictOne(ctx) {
+		return nil, fmt.Errorf("Too many sessions (MCP_BRIDGE_MAX_SESSIONS=%d); reuse a session name or wait", m.max)
+	}
+	s := NewSession(name, m.cfg, m, m.idle, m.lost[name])
+	delete(m.lost, name)
+	m.live[name] = &liveSession{s: s, token: m.sup.Add(s), lastUsed: time.Now()}
+	return s, nil
+}
+
+// evictOne ends the least recently used idle session; false if all are busy.
+func (m *Sessions) evictOne(ctx context.Context) bool {
+	names := make([]string, 0, len(m.live))
+	for n := range m.live {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return m.live[names[i]].lastUsed.Before(m.live[names[j]].lastUsed) })
+	for _, n := range names {
+		ls := m.live[n]
+		reply := make(chan bool, 1)
+		select {
+		case ls.s.control <- sessionControl{now: time.Now(), evict: true, reply: reply}:
+		case <-ctx.Done():
+			return false
+		}
+		select {
+		case ended := <-reply:
+			if !ended {
+				continue
+			}
+		case <-ctx.Done():
+			return false
+		}
+		_ = m.sup.RemoveAndWait(ls.token, 10*time.Second)
+		delete(m.live, n)
+		m.lost[n] = "evicted"
+		m.log.Info().Str("session", n).Msg("evicted the least recently used idle session")
+		return true
+	}
+	return false
+}

@@ -1,0 +1,25 @@
+// Command bridge is an MCP server with one tool, run_python, that runs
+// Python in a locked-down container session whose code can call the user's
+// other MCP servers.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		cancel() // first signal: orderly shutdown (LIF-1)
+		<-sigs
+		os.Exit(1) // second signal: at once
+	}()
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	os.Exit(m.Run(ctx, os.Args[1:]))
+}

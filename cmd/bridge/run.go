@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bridge-mcp/bridge/engine"
+)
+
+// runCmd serves MCP over stdio.
+func (m *Main) runCmd(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return m.usage("run: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return m.usage("run: unexpected argument %q", fs.Arg(0))
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	out := m.Stdout
+	if f, isFile := out.(*os.File); isFile && f == os.Stdout {
+		mcpOut, err := privateStdout()
+		if err != nil {
+			return m.usage("run: %v", err)
+		}
+		defer mcpOut.Close()
+		out = mcpOut
+	}
+	log := m.logger(env.LogLevel)
+	e := engine.New(env, Version(), log)
+	if err := e.Serve(ctx, m.Stdin, out); err != nil {
+		log.Error().Err(err).Msg("bridge stopped")
+		return 1
+	}
+	return 0
+}
+
+// privateStdout keeps fd 1 for MCP frames only (MCP-5): it duplicates fd 1
+// (close-on-exec) for the MCP writer, points fd 1 at stderr and sets
+// os.Stdout to stderr, so stray prints of any library land on stderr.
+func privateStdout() (*os.File, error) {
+	fd, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Dup2(2, 1); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	os.Stdout = os.Stderr
+	return os.NewFile(uintptr(fd), "mcp-stdout"), nil
+}

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/entrypoint"
+)
+
+// ErrNoRuntime is the reference's message when no container CLI is found (RT-1).
+var ErrNoRuntime = errors.New("No container runtime found. Install podman or rootless docker and set MCP_BRIDGE_RUNTIME if multiple runtimes are available.")
+
+// ArgvSpec is everything the container command depends on. ContainerArgv is
+// a pure function of it, so golden tests pin the exact flags.
+type ArgvSpec struct {
+	CLI        string // path or name of podman/docker
+	Podman     bool   // podman-only flags (--runtime before run, --read-only-tmpfs)
+	OCIRuntime string
+	Name       string
+	Owner      string
+	Session    string
+	Image      string
+	User       string
+	Memory     string
+	Pids       int
+	CPUs       string
+	Nofile     uint64
+	Nproc      uint64
+	DataBytes  int64 // > 0 adds --ulimit data (rootless cgroup v1)
+	Bootstrap  string
+}
+
+// ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
+func ContainerArgv(s ArgvSpec) []string {
+	a := []string{s.CLI}
+	runsc := filepath.Base(s.OCIRuntime) == "runsc"
+	if s.OCIRuntime != "" && s.Podman {
+		a = append(a, "--runtime", s.OCIRuntime)
+		if runsc {
+			a = append(a, "--runtime-flag", "network=none")
+		}
+	}
+	a = append(a, "run")
+	if s.OCIRuntime != "" && !s.Podman {
+		a = append(a, "--runtime", s.OCIRuntime)
+	}
+	a = append(a, "--rm", "-i", "--init", "--pull", "never",
+		"--name", s.Name, "--label", "bridge.owner="+s.Owner, "--label", "bridge.session="+s.Session,
+		"--network", "none", "--read-only")
+	if s.Podman {
+		a = append(a, "--read-only-tmpfs=false")
+	}
+	a = append(a, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", s.User,
+		"--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
+	if s.CPUs != "" {
+		a = append(a, "--cpus", s.CPUs)
+	}
+	a = append(a, "--ulimit", fmt.Sprintf("nofile=%d:%d", s.Nofile, s.Nofile),
+		"--ulimit", fmt.Sprintf("nproc=%d:%d", s.Nproc, s.Nproc))
+	if s.DataBytes > 0 {
+		a = append(a, "--ulimit", fmt.Sprintf("data=%d:%d", s.DataBytes, s.DataBytes))
+	}
+	a = append(a,
+		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m",
+		"--tmpfs", "/workspace:rw,noexec,nosuid,nodev,size=128m",
+		"--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
+		"--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONIOENCODING=utf-8", "--log-driver", "none",
+		s.Image, "python3", "-u", "-c", s.Bootstrap)
+	return a
+}
+
+// hardLimit returns min(1024, the hard rlimit) for CTR-1.
+func hardLimit(resource int) uint64 {
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(resource, &r); err != nil {
+		return 1024
+	}
+	return min(1024, r.Max)
+}
+
+const rlimitNproc = 6 // RLIMIT_NPROC on Linux
+
+// Launcher starts sandboxes with the configured container CLI. It resolves
+// the CLI lazily on first use, so the MCP handshake never waits for it.
+type Launcher struct {
+	env   Env
+	owner string
+	log   zerolog.Logger
+
+	mu       sync.Mutex // guards the fields below
+	resolved bool
+	cli      string
+	podman   bool
+	oci      string // effective OCI runtime; may switch to runc (RT-3)
+	err      error
+}
+
+// NewLauncher returns a launcher for env; owner is the bridge.owner label value.
+func NewLauncher(env Env, owner string, log zerolog.Logger) *Launcher {
+	return &Launcher{env: env, owner: owner, log: log, oci: env.OCIRuntime}
+}
+
+// Local reports whether sandboxes are plain host processes (RT-5).
+func (l *Launcher) Local() bool { return l.env.Runtime == "local" }
+
+// resolve finds the container CLI once (RT-1).
+func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.resolved {
+		l.resolved = true
+		l.cli, l.err = findRuntime(l.env.Runtime)
+		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
+	}
+	return l.cli, l.podman, l.oci, l.err
+}
+
+// CLI returns the resolved container CLI, or ErrNoRuntime.
+func (l *Launcher) CLI() (string, error) {
+	cli, _, _, err := l.resolve()
+	return cli, err
+}
+
+// GlobalArgs returns flags that go before the subcommand (podman --runtime).
+func (l *Launcher) GlobalArgs() []string {
+	_, podman, oci, _ := l.resolve()
+	if podman && oci != "" {
+		return []string{"--runtime", oci}
+	}
+	return nil
+}
+
+func findRuntime(name string) (string, error) {
+	if name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("container runtime %q (MCP_BRIDGE_RUNTIME) not found: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, n := range []string{"podman", "docker"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNoRuntime
+}
+
+// Command implements actors.Launcher.
+func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
+	if l.Local() {
+		l.log.Warn().Str("session", session).Msg("MCP_BRIDGE_RUNTIME=local: the sandbox is a plain host process with NO isolation (tests only)")
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			return actors.SandboxCommand{}, fmt.Errorf("local runtime: %w", err)
+		}
+		return actors.SandboxCommand{Argv: []string{py, "-u", "-c", entrypoint.Bootstrap}}, nil
+	}
+	cli, podman, oci, err := l.resolve()
+	if err != nil {
+		return actors.SandboxCommand{}, err
+	}
+	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
+	argv := ContainerArgv(ArgvSpec{
+		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
+		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
+		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(rlimitNproc),
+		Bootstrap: entrypoint.Bootstrap,
+	})
+	return actors.SandboxCommand{Argv: argv, Name: name}, nil
+}
+
+// Remove force-removes a container by name (CLN-4), bounded by ctx.
+func (l *Launcher) Remove(ctx context.Context, name string) {
+	if name == "" || l.Local() {
+		return
+	}
+	cli, _, _, err := l.resolve()
+	if err != nil {
+		return
+	}
+	args := append(l.GlobalArgs(), "rm", "-f", "-t", "0", name)
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "no such container") && !strings.Contains(string(out), "No such container") {
+		l.log.Debug().Err(err).Str("container", name).Str("output", strings.TrimSpace(string(out))).Msg("container remove")
+	}
+}
+
+// StartError turns the CLI's stderr before the ready frame into the
+// user-facing error (CTR-5, CTR-6). retry is true when the launcher switched
+// to runc after podman's hybrid-cgroup failure (RT-3).
+func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry bool) {
+	if l.Local() {
+		return fmt.Errorf("local sandbox exited with code %d: %s", exitCode, firstLine(stderr)), false
+	}
+	cli, podman, _, _ := l.resolve()
+	low := strings.ToLower(stderr)
+	switch {
+	case strings.Contains(low, "image not known") || strings.Contains(low, "no such image") ||
+		strings.Contains(low, "unable to find image") || strings.Contains(low, "image not found"):
+		return fmt.Errorf("Sandbox image '%s' is not available. Build it with `bridge image build`, or set MCP_BRIDGE_IMAGE to a local image with python3 3.11+.", l.env.Image), false
+	case podman && strings.Contains(low, "cgroups in hybrid mode not supported"):
+		if l.switchToRunc() {
+			return nil, true
+		}
+	}
+	msg := fmt.Sprintf("Container runtime '%s' failed to start the sandbox: %s", filepath.Base(cli), firstLine(stderr))
+	if strings.Contains(low, "rlimit") || strings.Contains(low, "ulimit") {
+		msg += " (ulimit values above the host's hard limits?)"
+	}
+	return errors.New(msg), false
+}
+
+func (l *Launcher) switchToRunc() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.env.OCIRuntime != "" || l.oci != "" {
+		return false
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		return false
+	}
+	l.oci = "runc"
+	l.log.Warn().Msg("podman: cgroups in hybrid mode not supported by the default OCI runtime; using runc. Set MCP_BRIDGE_OCI_RUNTIME=runc to skip this retry")
+	return true
+}
+
+// firstLine is the first non-empty line of s, "(no output)" when none.
+func firstLine(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return "(no output)"
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Owner returns this process's bridge.owner label: host/pid/start ms (CTR-4).
+func Owner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), processStartMs(os.Getpid()))
+}
+
+// processStartMs is the start time of pid in unix ms from /proc, 0 if unknown.
+func processStartMs(pid int) int64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(stat)[i+1:])
+	if len(fields) < 20 {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64) // starttime, field 22
+	if err != nil {
+		return 0
+	}
+	return bootTimeMs() + ticks*1000/100 // USER_HZ is 100 on Linux
+}
+
+func bootTimeMs() int64 {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			s, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return s * 1000
+		}
+	}
+	return 0
+}
+
+// OwnerAlive reports whether a bridge.owner label names a living process on
+// this host. Labels of other hosts count as alive: they are never touched.
+func OwnerAlive(owner string) bool {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 {
+		return true
+	}
+	host, _ := os.Hostname()
+	if parts[0] != host {
+		return true
+	}
+	pid, err1 := strconv.Atoi(parts[1])
+	start, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	got := processStartMs(pid)
+	return got != 0 && got == start
+}
+
+// Sweep removes containers whose owner on this host is dead (CTR-4).
+func (l *Launcher) Sweep(ctx context.Context) int {
+	if l.Local() {
+		return 0
+	}
+	cli, _, _, err := l.resolve()
+	if err != nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	args := append(l.GlobalArgs(), "ps", "-a", "--filter", "label=bridge.owner", "--format", `{{.Names}} {{index .Labels "bridge.owner"}}`)
+	out, err := exec.CommandContext(ctx, cli, args...).Output()
+	if err != nil {
+		l.log.Debug().Err(err).Msg("sweep: list containers")
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		name, owner, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || OwnerAlive(owner) {
+			continue
+		}
+		l.Remove(ctx, name)
+		n++
+	}
+	if n > 0 {
+		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
+	}
+	return n
+}
+
+// VerifyArgs is the argv (from "run" to the image) of a throwaway container
+// with every production flag, for image checks (IMG-4).
+func (l *Launcher) VerifyArgs(img string) []string {
+	cli, podman, oci, _ := l.resolve()
+	argv := ContainerArgv(ArgvSpec{
+		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
+		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
+		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(rlimitNproc),
+	})
+	for i, a := range argv {
+		if a == "run" {
+			argv = argv[i:]
+			break
+		}
+	}
+	// Drop the entrypoint command after the image; the caller appends its own.
+	for i, a := range argv {
+		if a == img {
+			return argv[:i+1]
+		}
+	}
+	return argv
+}

@@ -1,0 +1,175 @@
+// Package engine wires the bridge: configuration, the container launcher,
+// rendering, and the supervision tree of actors.
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+	"github.com/thejerf/suture/v4"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/render"
+	"github.com/bridge-mcp/bridge/entrypoint"
+	"github.com/bridge-mcp/bridge/protocol"
+)
+
+// Engine is one bridge process's actors and their configuration.
+type Engine struct {
+	Env      Env
+	Version  string
+	Log      zerolog.Logger
+	Launcher *Launcher
+
+	router     *actors.Router
+	sessions   *actors.Sessions
+	sessSup    *suture.Supervisor
+	dispatcher *actors.Dispatcher
+	events     chan string
+}
+
+// New builds the engine's actors; nothing starts until Serve or Exec.
+func New(env Env, version string, log zerolog.Logger) *Engine {
+	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256)}
+	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
+	e.router = actors.NewRouter()
+	cfg := &actors.SandboxConfig{
+		Launcher: e.Launcher,
+		Router:   e.router,
+		Boot: protocol.BootParams{
+			Files: entrypoint.Files(), Main: entrypoint.Main, Version: version,
+			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32},
+		},
+		MaxFrame:     env.MaxFrameBytes,
+		MaxOutput:    env.MaxOutputBytes,
+		StartTimeout: time.Duration(env.StartTimeout) * time.Second,
+		MemoryLabel:  env.Memory,
+		Log:          log,
+	}
+	e.sessSup = suture.New("sessions", e.spec())
+	idle := time.Duration(max(env.IdleTimeout, 0)) * time.Second
+	e.sessions = actors.NewSessions(cfg, e.sessSup, env.MaxSessions, idle)
+	e.sessSup.Add(e.sessions)
+	e.dispatcher = &actors.Dispatcher{
+		Sessions:       e.sessions,
+		Resolve:        e.resolve,
+		DefaultTimeout: env.Timeout,
+		MaxTimeout:     env.MaxTimeout,
+		MaxCodeBytes:   env.MaxFrameBytes,
+	}
+	return e
+}
+
+// resolve maps servers argument names to the servers granted to a call.
+// The catalog is empty until server discovery lands.
+func (e *Engine) resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
+	for _, n := range names {
+		return nil, errors.New("Unknown MCP server: " + n)
+	}
+	return nil, nil
+}
+
+// spec is the suture spec of every supervisor: events go to a bounded queue
+// drained by logEvents, so the hook never blocks (SUP-4); the timeout
+// exceeds every actor's own stop bound.
+func (e *Engine) spec() suture.Spec {
+	return suture.Spec{
+		EventHook: func(ev suture.Event) {
+			select {
+			case e.events <- ev.String():
+			default:
+			}
+		},
+		Timeout: 8 * time.Second,
+	}
+}
+
+func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		select {
+		case s := <-e.events:
+			e.Log.Warn().Str("actor", "supervisor").Msg(s)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Render renders a result in the configured output mode.
+func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
+	return render.Render(e.Env.OutputMode, r)
+}
+
+// root builds the tree; front may be nil (bridge exec).
+func (e *Engine) root(front suture.Service) *suture.Supervisor {
+	root := suture.New("bridge", e.spec())
+	if front != nil {
+		root.Add(front)
+	}
+	root.Add(e.router)
+	root.Add(e.sessSup)
+	root.Add(&actors.Reaper{Sessions: e.sessions, Sweep: func(ctx context.Context) { e.Launcher.Sweep(ctx) }})
+	return root
+}
+
+// ErrFrontFailed means the stdio front failed; the process exits 1 (SUP-3).
+var ErrFrontFailed = errors.New("front failed")
+
+// Serve runs the MCP stdio server on in/out until stdin ends or ctx is
+// cancelled, then stops every actor, container and child.
+func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	manual := entrypoint.Manual
+	front := actors.NewFront(actors.FrontConfig{
+		Name: "bridge", Version: e.Version,
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout),
+		Resource:     Resource(ResourceText(manual)),
+		ResourceText: ResourceText(manual),
+		Dispatcher:   e.dispatcher,
+		Render:       e.Render,
+		In:           in, Out: out,
+		Log:  e.Log.With().Str("actor", "front").Logger(),
+		Done: cancel,
+	})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go e.logEvents(ctx, &wg)
+	defer wg.Wait()
+	e.Log.Info().Str("version", e.Version).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).
+		Str("configDir", e.Env.ConfigDir).Int("servers", 0).Msg("bridge starting")
+	err := e.root(front).Serve(ctx)
+	if errors.Is(err, suture.ErrTerminateSupervisorTree) {
+		return ErrFrontFailed
+	}
+	return nil
+}
+
+// Exec runs one call through the same actors as Serve (bridge exec).
+func (e *Engine) Exec(ctx context.Context, args actors.Args) actors.Result {
+	queued := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go e.logEvents(ctx, &wg)
+	go func() {
+		defer wg.Done()
+		_ = e.root(nil).Serve(ctx)
+	}()
+	res := e.dispatcher.RunArgs(ctx, args, queued)
+	res.Notes = append(res.Notes, args.Notes...)
+	cancel()
+	wg.Wait()
+	return res
+}
+
+// Validate checks raw run_python arguments as the front does.
+func (e *Engine) Validate(raw []byte) (actors.Args, string) {
+	return e.dispatcher.Validate(raw)
+}

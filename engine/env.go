@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// DefaultImage is the sandbox image that `bridge image build` produces.
+const DefaultImage = "localhost/bridge-python:latest"
+
+// Env is the bridge's configuration from MCP_BRIDGE_* variables. It is parsed
+// once at startup by LoadEnv and never changes afterwards.
+type Env struct {
+	Runtime         string // MCP_BRIDGE_RUNTIME: CLI name or path; "" means podman, then docker
+	Image           string
+	Timeout         int // default run_python timeout, seconds
+	MaxTimeout      int
+	Memory          string // as given, lower-cased, e.g. "512m"
+	MemoryBytes     int64
+	Pids            int
+	CPUs            string // "" when unset
+	ContainerUser   string
+	IdleTimeout     int // seconds; <= 0 disables the session idle end
+	AllowSelfServer bool
+	StateDir        string
+	OutputMode      string // compact, toon or json
+	LogLevel        zerolog.Level
+	ServersConfig   string // MCP_SERVERS_CONFIG, "" when unset
+	ConfigDir       string
+	OCIRuntime      string
+	MaxOutputBytes  int
+	MaxFrameBytes   int
+	CallTimeout     int
+	StartTimeout    int
+	MaxSessions     int
+	UnsafeLocal     bool
+}
+
+// EnvVars lists every variable LoadEnv reads, in README table order.
+var EnvVars = []string{
+	"MCP_BRIDGE_RUNTIME", "MCP_BRIDGE_IMAGE", "MCP_BRIDGE_TIMEOUT", "MCP_BRIDGE_MAX_TIMEOUT",
+	"MCP_BRIDGE_MEMORY", "MCP_BRIDGE_PIDS", "MCP_BRIDGE_CPUS", "MCP_BRIDGE_CONTAINER_USER",
+	"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "MCP_BRIDGE_ALLOW_SELF_SERVER", "MCP_BRIDGE_STATE_DIR",
+	"MCP_BRIDGE_OUTPUT_MODE", "MCP_BRIDGE_LOG_LEVEL", "MCP_SERVERS_CONFIG", "MCP_BRIDGE_CONFIG_DIR",
+	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
+	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
+	"MCP_BRIDGE_UNSAFE_LOCAL",
+}
+
+var (
+	memoryRe = regexp.MustCompile(`^([0-9]+)([bkmg]?)$`)
+	userRe   = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*(:[A-Za-z0-9_.][A-Za-z0-9_.-]*)?$`)
+	cpusRe   = regexp.MustCompile(`^[0-9]*\.?[0-9]+$`)
+)
+
+// envError is the one-line message for an invalid variable (CLI-1).
+func envError(name, value, want string) error {
+	return fmt.Errorf("invalid %s=%q: want %s", name, value, want)
+}
+
+// envReader reads trimmed variables and keeps the first error, so LoadEnv can
+// parse every field in sequence and report the first invalid one.
+type envReader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (r *envReader) str(name string) string { return strings.TrimSpace(r.getenv(name)) }
+
+func (r *envReader) fail(name, want string) {
+	if r.err == nil {
+		r.err = envError(name, r.getenv(name), want)
+	}
+}
+
+// intRange parses an integer in [lo, hi], def when unset.
+func (r *envReader) intRange(name string, def, lo, hi int) int {
+	s := r.str(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		r.fail(name, fmt.Sprintf("an integer from %d to %d", lo, hi))
+		return def
+	}
+	return n
+}
+
+func (r *envReader) boolean(name string) bool {
+	switch strings.ToLower(r.str(name)) {
+	case "", "0", "false", "no", "off":
+		return false
+	case "1", "true", "yes", "on":
+		return true
+	}
+	r.fail(name, "a boolean (1/true/yes/on or 0/false/no/off)")
+	return false
+}
+
+// noDash rejects values that would be read as a flag if they reached argv (CTR-2).
+func (r *envReader) noDash(name, s string) string {
+	if strings.HasPrefix(s, "-") {
+		r.fail(name, "a value that does not start with '-'")
+	}
+	return s
+}
+
+// LoadEnv parses the MCP_BRIDGE_* variables. home is the user's home
+// directory, used for the ~/MCPs defaults. The error is one line naming the
+// variable, its value and what is accepted.
+func LoadEnv(getenv func(string) string, home string) (Env, error) {
+	r := &envReader{getenv: getenv}
+	e := Env{}
+	e.Runtime = r.noDash("MCP_BRIDGE_RUNTIME", r.str("MCP_BRIDGE_RUNTIME"))
+	e.Image = r.noDash("MCP_BRIDGE_IMAGE", r.str("MCP_BRIDGE_IMAGE"))
+	if e.Image == "" {
+		e.Image = DefaultImage
+	}
+	e.MaxTimeout = r.intRange("MCP_BRIDGE_MAX_TIMEOUT", 120, 1, 86400)
+	e.Timeout = r.intRange("MCP_BRIDGE_TIMEOUT", min(30, e.MaxTimeout), 1, e.MaxTimeout)
+
+	e.Memory = strings.ToLower(r.str("MCP_BRIDGE_MEMORY"))
+	if e.Memory == "" {
+		e.Memory = "512m"
+	}
+	if b, ok := parseMemory(e.Memory); ok && b >= 32<<20 {
+		e.MemoryBytes = b
+	} else {
+		r.fail("MCP_BRIDGE_MEMORY", "a size like 512m (digits with optional b/k/m/g), at least 32m")
+	}
+	e.Pids = r.intRange("MCP_BRIDGE_PIDS", 128, 8, math.MaxInt32)
+	if e.CPUs = r.str("MCP_BRIDGE_CPUS"); e.CPUs != "" {
+		if f, err := strconv.ParseFloat(e.CPUs, 64); !cpusRe.MatchString(e.CPUs) || err != nil || f <= 0 {
+			r.fail("MCP_BRIDGE_CPUS", "a decimal number above 0")
+		}
+	}
+	if e.ContainerUser = r.str("MCP_BRIDGE_CONTAINER_USER"); e.ContainerUser == "" {
+		e.ContainerUser = "65534:65534"
+	} else if !userRe.MatchString(e.ContainerUser) {
+		r.fail("MCP_BRIDGE_CONTAINER_USER", "user[:group] without a leading '-'")
+	}
+	e.IdleTimeout = r.intRange("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, math.MinInt32, math.MaxInt32)
+	e.AllowSelfServer = r.boolean("MCP_BRIDGE_ALLOW_SELF_SERVER")
+
+	defDir := filepath.Join(home, "MCPs")
+	if e.StateDir = r.str("MCP_BRIDGE_STATE_DIR"); e.StateDir == "" {
+		e.StateDir = defDir
+	}
+	if e.ConfigDir = r.str("MCP_BRIDGE_CONFIG_DIR"); e.ConfigDir == "" {
+		e.ConfigDir = defDir
+	}
+	e.ServersConfig = r.str("MCP_SERVERS_CONFIG")
+
+	switch e.OutputMode = strings.ToLower(r.str("MCP_BRIDGE_OUTPUT_MODE")); e.OutputMode {
+	case "":
+		e.OutputMode = "compact"
+	case "compact", "toon", "json":
+	default:
+		r.fail("MCP_BRIDGE_OUTPUT_MODE", "compact, toon or json")
+	}
+	e.LogLevel = zerolog.InfoLevel
+	if lvl := r.str("MCP_BRIDGE_LOG_LEVEL"); lvl != "" {
+		l, ok := parseLogLevel(lvl)
+		if !ok {
+			r.fail("MCP_BRIDGE_LOG_LEVEL", "one of trace, debug, info, warn, warning, error, critical")
+		}
+		e.LogLevel = l
+	}
+	e.OCIRuntime = r.noDash("MCP_BRIDGE_OCI_RUNTIME", r.str("MCP_BRIDGE_OCI_RUNTIME"))
+	e.MaxFrameBytes = r.intRange("MCP_BRIDGE_MAX_FRAME_BYTES", 16<<20, 1<<20, math.MaxInt32)
+	e.MaxOutputBytes = r.intRange("MCP_BRIDGE_MAX_OUTPUT_BYTES", 32768, 1024, e.MaxFrameBytes)
+	e.CallTimeout = r.intRange("MCP_BRIDGE_CALL_TIMEOUT", 60, 1, 86400)
+	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
+	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
+	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
+		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
+	}
+	if r.err != nil {
+		return Env{}, r.err
+	}
+	return e, nil
+}
+
+// parseMemory converts "512m" style sizes to bytes.
+func parseMemory(s string) (int64, bool) {
+	m := memoryRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "m": 20, "g": 30}[m[2]]
+	if n > math.MaxInt64>>shift {
+		return 0, false
+	}
+	return n << shift, true
+}
+
+func parseLogLevel(s string) (zerolog.Level, bool) {
+	switch strings.ToLower(s) {
+	case "trace":
+		return zerolog.TraceLevel, true
+	case "debug":
+		return zerolog.DebugLevel, true
+	case "info":
+		return zerolog.InfoLevel, true
+	case "warn", "warning":
+		return zerolog.WarnLevel, true
+	case "error":
+		return zerolog.ErrorLevel, true
+	case "critical":
+		return zerolog.FatalLevel, true
+	}
+	return zerolog.NoLevel, false
+}

@@ -1,0 +1,261 @@
+// Package render turns the result of one run_python call into the MCP tool
+// result for the configured output mode (SPEC §8.2, §8.3, §8.5).
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/toon"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Output modes, as MCP_BRIDGE_OUTPUT_MODE names them.
+const (
+	modeCompact = "compact"
+	modeTOON    = "toon"
+	modeJSON    = "json"
+)
+
+// defaultSession is the session name used when the call names none.
+const defaultSession = "default"
+
+// Render builds the tool result of r for mode, which the caller has
+// validated: "compact", "toon" or "json" (anything else renders as compact).
+// The result has one text content, the payload as an ordered
+// structuredContent object, and IsError set when the status is not success.
+func Render(mode string, r actors.Result) *mcp.CallToolResult {
+	v := newView(r)
+	var text string
+	var structured toon.Object
+	switch mode {
+	case modeTOON:
+		structured = v.full()
+		enc, err := toon.Encode(structured, toon.Options{})
+		if err != nil {
+			// Unreachable: the payload holds only strings, ints, bools and
+			// string lists. Fall back to the compact text rather than fail.
+			text = v.compactText()
+			break
+		}
+		text = "```toon\n" + enc + "\n```"
+	case modeJSON:
+		structured = v.full()
+		text = "```json\n" + indentJSON(structured) + "\n```"
+	default: // modeCompact
+		structured = v.compact()
+		text = v.compactText()
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(text)},
+		StructuredContent: structured,
+		IsError:           r.Status != actors.StatusSuccess,
+	}
+}
+
+// indentJSON returns the payload as JSON with a 2-space indent, keys in
+// payload order.
+func indentJSON(o toon.Object) string {
+	raw, err := o.MarshalJSON()
+	if err != nil {
+		return "{}" // unreachable: see Render
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw) // unreachable: MarshalJSON writes valid JSON
+	}
+	return b.String()
+}
+
+// view is a Result with the derived values every form needs.
+type view struct {
+	r       actors.Result
+	session string
+	stdout  []string // lines of the concatenated stdout chunks
+	stderr  []string
+	summary string
+}
+
+func newView(r actors.Result) view {
+	v := view{r: r, session: r.Session}
+	if v.session == "" {
+		v.session = defaultSession // an absent session argument means "default"
+	}
+	var out, errs strings.Builder
+	for _, c := range r.Output {
+		if c.Stream == actors.StreamStderr {
+			errs.WriteString(c.Data)
+		} else {
+			out.WriteString(c.Data)
+		}
+	}
+	v.stdout = splitLines(out.String())
+	v.stderr = splitLines(errs.String())
+	v.summary = summaryOf(r, len(v.stdout) > 0 || len(v.stderr) > 0)
+	return v
+}
+
+// splitLines splits s into lines on "\n" only (OUT-2). A final newline adds no
+// empty element, and "" gives no lines; every other byte is kept.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// summaryOf returns the summary of r (§8.3); hasOutput says whether the call
+// wrote anything to stdout or stderr.
+func summaryOf(r actors.Result, hasOutput bool) string {
+	switch r.Status {
+	case actors.StatusSuccess:
+		if hasOutput {
+			return "Success"
+		}
+		return "Success (no output)"
+	case actors.StatusTimeout:
+		return "Timeout: execution exceeded " + strconv.Itoa(r.TimeoutSeconds) + "s"
+	case actors.StatusValidation:
+		return r.Error
+	}
+	if r.Internal {
+		return "Unexpected failure"
+	}
+	return "Sandbox error: " + r.Error
+}
+
+// full returns the full payload (§8.2) of the toon and json modes: keys in
+// the fixed order, each present per the "Full payload" column.
+func (v view) full() toon.Object {
+	r := v.r
+	o := toon.Object{
+		{Key: "status", Value: r.Status},
+		{Key: "summary", Value: v.summary},
+	}
+	if r.ExitCode != nil {
+		o = append(o, toon.Field{Key: "exitCode", Value: *r.ExitCode})
+	}
+	o = append(o, toon.Field{Key: "session", Value: v.session})
+	o = v.appendShared(o)
+	return append(o, toon.Field{Key: "durationMs", Value: r.DurationMs})
+}
+
+// compact returns the compact structuredContent (§8.2, "Compact" column).
+func (v view) compact() toon.Object {
+	r := v.r
+	o := toon.Object{}
+	if r.Status != actors.StatusSuccess {
+		o = append(o, toon.Field{Key: "status", Value: r.Status})
+	}
+	if r.Status != actors.StatusSuccess || len(v.stdout) == 0 {
+		o = append(o, toon.Field{Key: "summary", Value: v.summary})
+	}
+	if r.ExitCode != nil && *r.ExitCode != 0 {
+		o = append(o, toon.Field{Key: "exitCode", Value: *r.ExitCode})
+	}
+	if v.session != defaultSession {
+		o = append(o, toon.Field{Key: "session", Value: v.session})
+	}
+	return v.appendShared(o)
+}
+
+// appendShared appends the keys from servers to stateLost, whose presence
+// rules are the same in both payloads.
+func (v view) appendShared(o toon.Object) toon.Object {
+	r := v.r
+	if len(r.Servers) > 0 {
+		o = append(o, toon.Field{Key: "servers", Value: r.Servers})
+	}
+	if len(v.stdout) > 0 {
+		o = append(o, toon.Field{Key: "stdout", Value: v.stdout})
+	}
+	if len(v.stderr) > 0 {
+		o = append(o, toon.Field{Key: "stderr", Value: v.stderr})
+	}
+	if r.Value != nil {
+		o = append(o, toon.Field{Key: "result", Value: *r.Value})
+	}
+	if r.Error != "" {
+		o = append(o, toon.Field{Key: "error", Value: r.Error})
+	}
+	if r.Status == actors.StatusTimeout {
+		o = append(o, toon.Field{Key: "timeoutSeconds", Value: r.TimeoutSeconds})
+	}
+	if r.Truncated {
+		o = append(o, toon.Field{Key: "truncated", Value: true})
+	}
+	if r.StateLost {
+		o = append(o, toon.Field{Key: "stateLost", Value: true})
+	}
+	return o
+}
+
+// compactText returns the compact text form (§8.5), its parts joined by "\n".
+func (v view) compactText() string {
+	r := v.r
+	var parts []string
+	if r.Status != actors.StatusSuccess {
+		parts = append(parts, "status: "+r.Status)
+	}
+	if r.ExitCode != nil && *r.ExitCode != 0 {
+		parts = append(parts, "exit: "+strconv.Itoa(*r.ExitCode))
+	}
+	block, hasOutput := outputBlock(r.Output)
+	if hasOutput {
+		parts = append(parts, block)
+	}
+	if r.Value != nil {
+		parts = append(parts, *r.Value)
+	}
+	if !hasOutput && r.Value == nil {
+		parts = append(parts, v.summary)
+	}
+	if (r.Status == actors.StatusTimeout || r.Status == actors.StatusValidation) && r.Error != "" {
+		parts = append(parts, "error: "+r.Error)
+	}
+	if r.StateLost {
+		note := "note: session state was lost"
+		if r.LossReason != "" {
+			note += " (" + r.LossReason + ")"
+		}
+		parts = append(parts, note)
+	}
+	for _, n := range r.Notes {
+		parts = append(parts, "note: "+n)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// outputBlock returns the output of the compact text (§8.5) and whether any
+// chunk had data. Chunks keep arrival order and their bytes. Each stderr run
+// is preceded by a "stderr:" line, and a stdout run after a stderr run by a
+// "stdout:" line; a leading stdout run has no marker. A marker always starts
+// a line. Exactly one trailing "\n" of the block is dropped (OUT-1).
+func outputBlock(chunks []actors.Chunk) (string, bool) {
+	var b strings.Builder
+	prev := "" // stream of the previous non-empty chunk
+	for _, c := range chunks {
+		if c.Data == "" {
+			continue
+		}
+		stream := actors.StreamStdout
+		if c.Stream == actors.StreamStderr {
+			stream = actors.StreamStderr
+		}
+		if stream != prev && (stream == actors.StreamStderr || prev != "") {
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+				b.WriteByte('\n')
+			}
+			b.WriteString(stream + ":\n")
+		}
+		b.WriteString(c.Data)
+		prev = stream
+	}
+	if prev == "" {
+		return "", false
+	}
+	return strings.TrimSuffix(b.String(), "\n"), true
+}

@@ -1,0 +1,317 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/toon"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// durationMs masks the run time in golden files.
+const durationMs = 42
+
+func out(s string) actors.Chunk { return actors.Chunk{Stream: actors.StreamStdout, Data: s} }
+func errOut(s string) actors.Chunk {
+	return actors.Chunk{Stream: actors.StreamStderr, Data: s}
+}
+func str(s string) *string { return &s }
+
+// statusRows are the rows of SPEC §8.3, in table order, plus one row that
+// exercises the remaining keys.
+var statusRows = []struct {
+	name string
+	r    actors.Result
+}{
+	{"01-ran-no-output", actors.Result{
+		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+	}},
+	{"02-ran-some-output", actors.Result{
+		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+		Servers: []string{"github"},
+		Output:  []actors.Chunk{out("hello\n"), out("world\n")},
+	}},
+	{"03-system-exit", actors.Result{
+		Status: actors.StatusError, ExitCode: actors.IntPtr(3), Session: "default", TimeoutSeconds: 30,
+		Output: []actors.Chunk{out("partial\n")},
+		Error:  "SystemExit: 3",
+	}},
+	{"04-uncaught-exception", actors.Result{
+		Status: actors.StatusError, ExitCode: actors.IntPtr(1), Session: "default", TimeoutSeconds: 30,
+		Output: []actors.Chunk{
+			out("before\n"),
+			errOut("Traceback (most recent call last):\n  File \"<cell-1>\", line 2, in <module>\n    1/0\nZeroDivisionError: division by zero\n"),
+		},
+		Error: "ZeroDivisionError: division by zero",
+	}},
+	{"05-timeout-within-grace", actors.Result{
+		Status: actors.StatusTimeout, Session: "default", TimeoutSeconds: 2,
+		Output: []actors.Chunk{out("start\n")},
+		Error:  "Execution timed out after 2s",
+	}},
+	{"06-timeout-container-killed", actors.Result{
+		Status: actors.StatusTimeout, Session: "work", TimeoutSeconds: 2,
+		Output:    []actors.Chunk{out("start\n")},
+		Error:     "Execution timed out after 2s",
+		StateLost: true, LossReason: "timeout",
+	}},
+	{"07-oom", actors.Result{
+		Status: actors.StatusError, ExitCode: actors.IntPtr(137), Session: "default", TimeoutSeconds: 30,
+		Output:    []actors.Chunk{out("allocating\n")},
+		Error:     "memory limit exceeded (MCP_BRIDGE_MEMORY=512m); the session was restarted",
+		StateLost: true, LossReason: "memory limit exceeded",
+	}},
+	{"08-container-death", actors.Result{
+		Status: actors.StatusError, ExitCode: actors.IntPtr(139), Session: "default", TimeoutSeconds: 30,
+		Error:     "Sandbox exited with code 139",
+		StateLost: true, LossReason: "sandbox exited with code 139",
+	}},
+	{"09-sandbox-cannot-start", actors.Result{
+		Status: actors.StatusError, Session: "default", TimeoutSeconds: 30,
+		Error: "No container runtime found. Install podman or rootless docker and set MCP_BRIDGE_RUNTIME if multiple runtimes are available.",
+	}},
+	{"10-invalid-argument", actors.Result{
+		Status: actors.StatusValidation, Session: "default", TimeoutSeconds: 30,
+		Error: "Missing 'code' argument",
+	}},
+	{"11-internal-bug", actors.Result{
+		Status: actors.StatusError, Session: "default", TimeoutSeconds: 30,
+		Error:    "runtime error: invalid memory address or nil pointer dereference",
+		Internal: true,
+	}},
+	{"12-extras", actors.Result{
+		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "analysis", TimeoutSeconds: 600,
+		Servers: []string{"github", "memory"},
+		Output: []actors.Chunk{
+			out("rows: 3, cols: 2\n"),
+			errOut("warning: slow"),
+			out("  indented\n\n()\n"),
+			out("[... 1200 bytes omitted; full output in /workspace/.bridge/output-1.txt ...]\n"),
+		},
+		Value:     str("{'a': 1}"),
+		Truncated: true,
+		Notes:     []string{"timeout clamped to 600s (MCP_BRIDGE_MAX_TIMEOUT)"},
+	}},
+}
+
+// goldenText is the reviewable form of a tool result.
+func goldenText(t *testing.T, res *mcp.CallToolResult) []byte {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("got %d contents, want 1", len(res.Content))
+	}
+	tc, ok := res.Content[0].(mcp.TextContent)
+	if !ok || tc.Type != "text" {
+		t.Fatalf("content is %#v, want text", res.Content[0])
+	}
+	sc, ok := res.StructuredContent.(toon.Object)
+	if !ok {
+		t.Fatalf("structuredContent is %T, want toon.Object", res.StructuredContent)
+	}
+	raw, err := sc.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ind bytes.Buffer
+	if err := json.Indent(&ind, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.WriteString("isError: ")
+	if res.IsError {
+		b.WriteString("true\n")
+	} else {
+		b.WriteString("false\n")
+	}
+	b.WriteString("--- text\n")
+	b.WriteString(tc.Text)
+	b.WriteString("\n--- structuredContent\n")
+	b.Write(ind.Bytes())
+	b.WriteString("\n")
+	return b.Bytes()
+}
+
+// TestGolden covers every §8.3 row in every mode (RND-3).
+func TestGolden(t *testing.T) {
+	for _, row := range statusRows {
+		for _, mode := range []string{modeCompact, modeTOON, modeJSON} {
+			t.Run(row.name+"/"+mode, func(t *testing.T) {
+				r := row.r
+				r.DurationMs = durationMs
+				got := goldenText(t, Render(mode, r))
+				path := filepath.Join("testdata", row.name+"."+mode+".golden")
+				if *update {
+					if err := os.WriteFile(path, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s differs\ngot:\n%s\nwant:\n%s", path, got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestCompactText checks the §8.5 text byte for byte, including the results
+// that must match the reference.
+func TestCompactText(t *testing.T) {
+	success := func(chunks ...actors.Chunk) actors.Result {
+		return actors.Result{Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", Output: chunks}
+	}
+	tests := []struct {
+		name string
+		r    actors.Result
+		want string
+	}{
+		{"reference: stdout lines", success(out("hello\n"), out("world\n")), "hello\nworld"},
+		{"reference: stderr only", success(errOut("err\n")), "stderr:\nerr"},
+		{"reference: stdout then stderr", success(out("a"), out("c\n"), errOut("b\n")), "ac\nstderr:\nb"},
+		{"reference: no output", success(), "Success (no output)"},
+		{"reference: timeout", actors.Result{
+			Status: actors.StatusTimeout, TimeoutSeconds: 2, Output: []actors.Chunk{out("start\n")},
+			Error: "Execution timed out after 2s",
+		}, "status: timeout\nstart\nerror: Execution timed out after 2s"},
+		{"reference: validation", actors.Result{
+			Status: actors.StatusValidation, Error: "Missing 'code' argument",
+		}, "status: validation_error\nMissing 'code' argument\nerror: Missing 'code' argument"},
+		{"leading spaces kept", success(out("  x\n")), "  x"},
+		{"blank and () lines kept", success(out("a\n\n()\n\n")), "a\n\n()\n"},
+		{"only one trailing newline dropped", success(out("a\n\n")), "a\n"},
+		{"no trailing newline", success(out("a")), "a"},
+		{"markers start lines", success(out("a"), errOut("b"), out("c")), "a\nstderr:\nb\nstdout:\nc"},
+		{"runs merge across chunks", success(errOut("x\n"), errOut("y\n"), out("z\n")), "stderr:\nx\ny\nstdout:\nz"},
+		{"empty chunks ignored", success(out(""), errOut("")), "Success (no output)"},
+		{"unknown stream is stdout", success(actors.Chunk{Data: "q\n"}), "q"},
+		{"result only", actors.Result{Status: actors.StatusSuccess, Value: str("42")}, "42"},
+		{"output then result", actors.Result{Status: actors.StatusSuccess, Output: []actors.Chunk{out("hi\n")}, Value: str("42")}, "hi\n42"},
+		{"exit code and summary", actors.Result{
+			Status: actors.StatusError, ExitCode: actors.IntPtr(2), Error: "SystemExit: 2",
+		}, "status: error\nexit: 2\nSandbox error: SystemExit: 2"},
+		{"exit 0 not shown on error", actors.Result{
+			Status: actors.StatusError, ExitCode: actors.IntPtr(0), Error: "boom",
+		}, "status: error\nSandbox error: boom"},
+		{"internal", actors.Result{Status: actors.StatusError, Error: "panic", Internal: true}, "status: error\nUnexpected failure"},
+		{"state lost and notes", actors.Result{
+			Status: actors.StatusTimeout, TimeoutSeconds: 5, Error: "Execution timed out after 5s",
+			StateLost: true, LossReason: "timeout", Notes: []string{"timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)", "second"},
+		}, "status: timeout\nTimeout: execution exceeded 5s\nerror: Execution timed out after 5s\n" +
+			"note: session state was lost (timeout)\nnote: timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)\nnote: second"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Render(modeCompact, tt.r)
+			got := res.Content[0].(mcp.TextContent).Text
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			if got, want := res.IsError, tt.r.Status != actors.StatusSuccess; got != want {
+				t.Errorf("IsError = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestSplitLines(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"\n", []string{""}},
+		{"\n\n", []string{"", ""}},
+		{"a", []string{"a"}},
+		{"a\n", []string{"a"}},
+		{"a\n\n", []string{"a", ""}},
+		{"a\nb", []string{"a", "b"}},
+		{"  x\n()\n", []string{"  x", "()"}},
+		{"a\r\nb\r\n", []string{"a\r", "b\r"}},
+	}
+	for _, tt := range tests {
+		if got := splitLines(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("splitLines(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestStructuredStreams checks that the lists come from the concatenated
+// chunks of each stream, not chunk by chunk.
+func TestStructuredStreams(t *testing.T) {
+	r := actors.Result{Status: actors.StatusSuccess, Session: "default", Output: []actors.Chunk{
+		out("a"), errOut("e1\ne"), out("b\nc"), errOut("2\n"), out("\n"),
+	}}
+	sc := Render(modeJSON, r).StructuredContent.(toon.Object)
+	get := func(key string) []string {
+		for _, f := range sc {
+			if f.Key == key {
+				return f.Value.([]string)
+			}
+		}
+		return nil
+	}
+	if got, want := get("stdout"), []string{"ab", "c"}; !slices.Equal(got, want) {
+		t.Errorf("stdout = %q, want %q", got, want)
+	}
+	if got, want := get("stderr"), []string{"e1", "e2"}; !slices.Equal(got, want) {
+		t.Errorf("stderr = %q, want %q", got, want)
+	}
+}
+
+// TestEmptySession renders an absent session name as "default".
+func TestEmptySession(t *testing.T) {
+	r := actors.Result{Status: actors.StatusValidation, Error: "Missing 'code' argument"}
+	full := Render(modeJSON, r).StructuredContent.(toon.Object)
+	if got, want := full[2], (toon.Field{Key: "session", Value: "default"}); got != want {
+		t.Errorf("full payload field 2 = %v, want %v", got, want)
+	}
+	compact := Render(modeCompact, r).StructuredContent.(toon.Object)
+	for _, f := range compact {
+		if f.Key == "session" {
+			t.Errorf("compact payload has session %v", f.Value)
+		}
+	}
+}
+
+// TestJSONTextMatchesStructured checks that the json text is the structured
+// payload, and that the wire form keeps the key order.
+func TestJSONTextMatchesStructured(t *testing.T) {
+	for _, row := range statusRows {
+		res := Render(modeJSON, row.r)
+		text := res.Content[0].(mcp.TextContent).Text
+		body, ok := bytes.CutPrefix([]byte(text), []byte("```json\n"))
+		body, ok2 := bytes.CutSuffix(body, []byte("\n```"))
+		if !ok || !ok2 {
+			t.Fatalf("%s: text is not a json fence: %q", row.name, text)
+		}
+		raw, err := res.StructuredContent.(toon.Object).MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compacted bytes.Buffer
+		if err := json.Compact(&compacted, body); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := compacted.String(), string(raw); got != want {
+			t.Errorf("%s: text %s, structured %s", row.name, got, want)
+		}
+		wire, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(wire, []byte(`"structuredContent":{"status":`)) {
+			t.Errorf("%s: wire form does not start structuredContent with status: %s", row.name, wire)
+		}
+	}
+}

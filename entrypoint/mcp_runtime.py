@@ -1,0 +1,377 @@
+"""mcp.runtime: discovery helpers and server proxies inside the sandbox.
+
+LINK (the worker's frame link) and MANUAL are set by the worker before this
+module runs. Every failure raises MCPError, a RuntimeError subclass.
+"""
+import base64
+import inspect
+import json
+import keyword
+import re
+import sys
+import types
+import warnings
+
+__all__ = [
+    "MCPError", "Image", "Audio", "Resource", "discovered_servers", "list_servers", "list_servers_sync",
+    "describe_server", "list_loaded_server_metadata", "list_tools", "list_tools_sync", "call_tool",
+    "query_tool_docs", "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync",
+    "capability_summary", "reset", "save_tool",
+]
+
+
+class MCPError(RuntimeError):
+    """A failed runtime call or proxied tool call."""
+
+    def __init__(self, message, server=None, tool=None, kind=None, result=None):
+        super().__init__(message)
+        self.server = server
+        self.tool = tool
+        self.kind = kind
+        self.result = result
+
+
+_CALL = {"servers": [], "proxies": {}, "reset": False}
+
+
+def _begin_call(params):
+    servers = params.get("servers") or []
+    proxies = {}
+    pkg = sys.modules["mcp.servers"]
+    for name in list(vars(pkg)):
+        mod = getattr(pkg, name)
+        if isinstance(mod, types.ModuleType):
+            delattr(pkg, name)
+            sys.modules.pop(mod.__name__, None)
+    for srv in servers:
+        proxy = _ServerProxy(srv)
+        proxies[srv["name"]] = proxy
+        mod = types.ModuleType("mcp.servers." + srv["alias"])
+        mod.__file__ = "<bridge/mcp/servers/%s.py>" % srv["alias"]
+        for alias, fn in proxy._fns.items():
+            setattr(mod, alias, fn)
+        mod.__all__ = list(proxy._fns)
+        mod.TOOLS = [dict(t) for t in srv["tools"]]
+        mod.TOOL_MAP = {t["alias"]: dict(t) for t in srv["tools"]}
+        sys.modules[mod.__name__] = mod
+        setattr(pkg, srv["alias"], mod)
+    _CALL.update(servers=servers, proxies=proxies, reset=False)
+
+
+def _end_call():
+    return _CALL["reset"]
+
+
+def _globals_for_call():
+    g = {
+        "mcp": sys.modules["mcp"],
+        "runtime": sys.modules[__name__],
+        "mcp_servers": dict(_CALL["proxies"]),
+        "LOADED_MCP_SERVERS": tuple(s["name"] for s in _CALL["servers"]),
+        "save_tool": save_tool,
+    }
+    for srv in _CALL["servers"]:
+        g["mcp_" + srv["alias"]] = _CALL["proxies"][srv["name"]]
+    return g
+
+
+def _call(method, params):
+    return LINK.call(method, params)  # noqa: F821 (set by the worker)
+
+
+async def _acall(method, params):
+    return await LINK.acall(method, params)  # noqa: F821
+
+
+# --- discovery -------------------------------------------------------------
+
+def discovered_servers(detailed=False):
+    """Names of every configured server, in config order (dicts with detailed=True)."""
+    servers = _call("discovered_servers", {"detailed": bool(detailed)})["servers"]
+    return tuple(servers)
+
+
+def list_servers_sync():
+    """Names of the servers granted to this call, in argument order."""
+    return tuple(s["name"] for s in _CALL["servers"])
+
+
+async def list_servers():
+    """Names of the servers granted to this call, sorted."""
+    return sorted(s["name"] for s in _CALL["servers"])
+
+
+def describe_server(name):
+    """Metadata and tools of any discovered server."""
+    return _call("describe_server", {"name": name})["server"]
+
+
+def list_loaded_server_metadata():
+    """describe_server() of every server granted to this call."""
+    return tuple(describe_server(s["name"]) for s in _CALL["servers"])
+
+
+def list_tools_sync(server):
+    """Tools of any discovered server: dicts with name, alias, description, input_schema."""
+    if server is None:
+        raise MCPError("list_tools_sync(server) requires a server name")
+    return tuple(describe_server(server)["tools"])
+
+
+async def list_tools(server):
+    """The raw tools/list of any discovered server."""
+    return (await _acall("list_tools", {"server": server}))["tools"]
+
+
+async def call_tool(server, tool, arguments=None):
+    """Calls a tool of a granted server and returns the raw CallToolResult dict."""
+    if not tool:
+        raise MCPError("Missing tool name", server=server)
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise MCPError("Arguments must be an object", server=server, tool=tool)
+    return (await _acall("call_tool", {"server": server, "tool": tool, "arguments": arguments}))["result"]
+
+
+def _docs_params(server, tool, detail):
+    if tool is not None and not isinstance(tool, str):
+        raise MCPError("'tool' must be a string when provided", server=server)
+    params = {"server": server, "detail": detail if isinstance(detail, str) else "summary"}
+    if tool is not None:
+        params["tool"] = tool
+    return params
+
+
+async def query_tool_docs(server, tool=None, detail="summary"):
+    """Docs of a server's tools; the dict itself when tool names exactly one."""
+    docs = (await _acall("query_tool_docs", _docs_params(server, tool, detail)))["docs"]
+    return docs[0] if tool is not None and len(docs) == 1 else docs
+
+
+def query_tool_docs_sync(server, tool=None, detail="summary"):
+    """Like query_tool_docs, always a list."""
+    return _call("query_tool_docs", _docs_params(server, tool, detail))["docs"]
+
+
+def _search_params(query, limit, detail):
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise MCPError("'limit' must be an integer")
+    if not isinstance(query, str) or not query.strip():
+        raise MCPError("Missing 'query' value")
+    return {"query": query, "limit": max(1, min(20, limit)), "detail": detail if isinstance(detail, str) else "summary"}
+
+
+def _search_results(reply):
+    for w in reply.get("warnings") or ():
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+    return reply["results"]
+
+
+async def search_tool_docs(query, limit=5, detail="summary"):
+    """Ranked tool docs over every discovered server."""
+    return _search_results(await _acall("search_tool_docs", _search_params(query, limit, detail)))
+
+
+def search_tool_docs_sync(query, limit=5, detail="summary"):
+    """Like search_tool_docs, from sync code."""
+    return _search_results(_call("search_tool_docs", _search_params(query, limit, detail)))
+
+
+def capability_summary():
+    """The sandbox manual."""
+    return MANUAL  # noqa: F821
+
+
+def reset():
+    """Replaces this session's container after the current call ends."""
+    _call("reset", {})
+    _CALL["reset"] = True
+
+
+def save_tool(func):
+    """Not available in this version."""
+    raise MCPError("save_tool is not available in this version of bridge")
+
+
+# --- results ---------------------------------------------------------------
+
+class _Blob:
+    def __init__(self, block):
+        self.mime_type = block.get("mimeType")
+        self.data = base64.b64decode(block.get("data") or "")
+
+    def save(self, path):
+        with open(path, "wb") as f:
+            f.write(self.data)
+        return path
+
+    def __repr__(self):
+        return "%s(mime_type=%r, %d bytes)" % (type(self).__name__, self.mime_type, len(self.data))
+
+
+class Image(_Blob):
+    """An image content block."""
+
+
+class Audio(_Blob):
+    """An audio content block."""
+
+
+class Resource:
+    """An embedded resource content block."""
+
+    def __init__(self, block):
+        res = block.get("resource") or {}
+        self.uri = res.get("uri")
+        self.mime_type = res.get("mimeType")
+        self.text = res.get("text")
+        self.data = base64.b64decode(res["blob"]) if "blob" in res else None
+
+    def __repr__(self):
+        return "Resource(uri=%r, mime_type=%r)" % (self.uri, self.mime_type)
+
+
+def _block_value(block):
+    kind = block.get("type")
+    if kind == "text":
+        return block.get("text", "")
+    if kind == "image":
+        return Image(block)
+    if kind == "audio":
+        return Audio(block)
+    if kind == "resource":
+        return Resource(block)
+    return block
+
+
+def _convert(result, server, tool):
+    content = result.get("content") or []
+    if result.get("isError"):
+        text = "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+        raise MCPError(text or "%s.%s failed" % (server, tool), server=server, tool=tool, kind="server_error", result=result)
+    if result.get("structuredContent") is not None:
+        return result["structuredContent"]
+    if not content:
+        return None
+    if len(content) == 1 and content[0].get("type") == "text":
+        text = content[0].get("text", "")
+        stripped = text.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                pass
+        return text
+    values = [_block_value(b) for b in content]
+    return values[0] if len(values) == 1 else values
+
+
+# --- proxies ---------------------------------------------------------------
+
+def _identifier(name, taken, fallback="arg"):
+    ident = re.sub(r"[^A-Za-z0-9_]+", "_", name) or fallback
+    if ident[0].isdigit():
+        ident = "_" + ident
+    if keyword.iskeyword(ident):
+        ident += "_"
+    base, n = ident, 2
+    while ident in taken:
+        ident = "%s_%d" % (base, n)
+        n += 1
+    taken.add(ident)
+    return ident
+
+
+def _type_text(spec):
+    t = spec.get("type")
+    if isinstance(t, list):
+        return " | ".join(str(x) for x in t)
+    if t == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("type"):
+        return "array of %s" % spec["items"]["type"]
+    return t or "any"
+
+
+def _make_tool(server, tool):
+    schema = tool.get("inputSchema") or {}
+    props = schema.get("properties") or {}
+    req = set(schema.get("required") or ())
+    order = [p for p in props if p in req] + [p for p in props if p not in req]
+    taken, params, names, lines = set(), [], {}, []
+    for prop in order:
+        pname = _identifier(prop, taken)
+        names[pname] = prop
+        spec = props.get(prop) or {}
+        params.append(inspect.Parameter(
+            pname, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if prop in req else None))
+        line = "    %s (%s, %s" % (pname, _type_text(spec), "required" if prop in req else "optional")
+        if isinstance(spec.get("enum"), list):
+            line += ", one of: " + ", ".join(repr(v) for v in spec["enum"])
+        if "default" in spec:
+            line += ", default: %r" % (spec["default"],)
+        line += ")"
+        if spec.get("description"):
+            line += ": " + " ".join(str(spec["description"]).split())
+        lines.append(line)
+    var_kw = None
+    if schema.get("additionalProperties") is not False:
+        var_kw = _identifier("kwargs", taken)
+        params.append(inspect.Parameter(var_kw, inspect.Parameter.VAR_KEYWORD))
+    sig = inspect.Signature(params)
+    raw_name = tool["name"]
+
+    async def proxy(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError("%s.%s: %s" % (server, raw_name, e)) from None
+        arguments = {}
+        for pname, value in bound.arguments.items():
+            if pname == var_kw:
+                arguments.update({k: v for k, v in value.items() if v is not None})
+            elif value is not None:
+                arguments[names[pname]] = value
+        return _convert(await call_tool(server, raw_name, arguments), server, raw_name)
+
+    proxy.__signature__ = sig
+    proxy.__name__ = proxy.__qualname__ = tool["alias"]
+    doc = (tool.get("description") or "").strip()
+    if lines:
+        doc = (doc + "\n\n" if doc else "") + "Parameters:\n" + "\n".join(lines)
+    proxy.__doc__ = doc
+    return proxy
+
+
+class _ServerProxy:
+    """mcp_<alias>: one async function per tool of a granted server."""
+
+    def __init__(self, srv):
+        self._name = srv["name"]
+        self._alias = srv["alias"]
+        self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        fn = self._fns.get(attr)
+        if fn is not None:
+            return fn
+        try:
+            suggestions = _call("suggest_tools", {"server": self._name, "name": attr})["suggestions"]
+        except MCPError:
+            suggestions = []
+        msg = "Server '%s' has no tool '%s'." % (self._name, attr)
+        if suggestions:
+            msg += " Did you mean: %s?" % ", ".join(suggestions)
+        raise AttributeError(msg)
+
+    def __dir__(self):
+        return sorted(self._fns) + ["list_tools"]
+
+    async def list_tools(self):
+        """The raw tools/list of this server."""
+        return await list_tools(self._name)
+
+    def __repr__(self):
+        return "<MCP server %r: %d tools>" % (self._name, len(self._fns))

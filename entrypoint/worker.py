@@ -1,0 +1,719 @@
+"""Worker: runs user code for one session, one cell at a time.
+
+Frames travel over two private pipes to the supervisor; fd 0 is /dev/null and
+fds 1 and 2 are a pipe read by a pump thread, so every OS-level write lands in
+the active call's stderr. Python-level writes go through Capture objects.
+The main thread runs cells; a reader thread dispatches frames.
+"""
+import ast
+import asyncio
+import collections
+import concurrent.futures
+import io
+import itertools
+import json
+import linecache
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+
+BOOT = None
+LINK = None
+CAPTURE = None
+PUMP = None
+
+
+class Link:
+    """JSON-RPC over the supervisor pipes. Thread-safe; replies may come in any order."""
+
+    def __init__(self, rfd, wfd, max_frame, max_in_flight):
+        self._r = rfd
+        self._w = os.fdopen(wfd, "wb")
+        # Frames are written by one thread, never the main one, so a
+        # KeyboardInterrupt raised in user code cannot cut a frame in half.
+        self._outq = queue.SimpleQueue()
+        threading.Thread(target=self._write_loop, name="link-writer", daemon=True).start()
+        self._ids = itertools.count(1)
+        self._pending = {}
+        self._plock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_in_flight)
+        self.max_frame = max_frame
+        self.execs = queue.Queue()
+        self.closed = False
+
+    def _send(self, obj):
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        if len(data) > self.max_frame:
+            raise _mcp_error(
+                "Frame of %d bytes exceeds the %d-byte limit (MCP_BRIDGE_MAX_FRAME_BYTES)" % (len(data), self.max_frame),
+                kind="invalid_arguments")
+        self._outq.put(data + b"\n")
+
+    def _write_loop(self):
+        while True:
+            data = self._outq.get()
+            try:
+                self._w.write(data)
+                if self._outq.empty():
+                    self._w.flush()
+            except OSError:
+                os._exit(0)
+
+    def notify(self, method, params):
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def reply(self, id_, result):
+        self._send({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    def request(self, method, params):
+        """Sends a request and returns a concurrent Future for its result."""
+        fut = concurrent.futures.Future()
+        if self.closed:
+            fut.set_exception(_mcp_error("RPC channel closed", kind="transport"))
+            return fut
+        self._slots.acquire()
+        id_ = next(self._ids)
+        with self._plock:
+            self._pending[id_] = fut
+        fut.add_done_callback(lambda _f: self._slots.release())
+        try:
+            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        except BaseException as e:
+            with self._plock:
+                self._pending.pop(id_, None)
+            fut.set_exception(e)
+        return fut
+
+    def call(self, method, params):
+        """Blocks the calling thread for the result."""
+        return self.request(method, params).result()
+
+    async def acall(self, method, params):
+        """Awaits the result on whatever event loop is running."""
+        return await asyncio.wrap_future(self.request(method, params))
+
+    def read_loop(self):
+        with os.fdopen(self._r, "rb") as f:
+            for line in iter(f.readline, b""):
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                self._dispatch(msg)
+        self.closed = True
+        with self._plock:
+            pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(_mcp_error("RPC channel closed", kind="transport"))
+        os._exit(0)
+
+    def _dispatch(self, msg):
+        method = msg.get("method")
+        if method is None:
+            with self._plock:
+                fut = self._pending.pop(msg.get("id"), None)
+            if fut is None or fut.done():
+                return
+            if "error" in msg:
+                err = msg["error"] or {}
+                data = err.get("data") or {}
+                fut.set_exception(_mcp_error(err.get("message", "RPC error"), kind=data.get("kind")))
+            else:
+                fut.set_result(msg.get("result"))
+        elif method == "exec":
+            self.execs.put(msg)
+        elif method == "shutdown":
+            os._exit(0)
+
+
+def _mcp_error(message, **kw):
+    # mcp.runtime defines MCPError; before it is loaded, fall back to RuntimeError.
+    rt = sys.modules.get("mcp.runtime")
+    if rt is not None:
+        return rt.MCPError(message, **kw)
+    return RuntimeError(message)
+
+
+class Capture:
+    """Collects one call's output: the head is streamed to the host as it
+    comes, the tail is kept in a ring and sent when the call ends, and once
+    the call's output exceeds the cap everything is spilled to a file."""
+
+    SPILL_DIR = "/workspace/.bridge"
+    KEEP_FILES = 20
+
+    def __init__(self, link):
+        self.link = link
+        self.lock = threading.RLock()
+        self.call = None
+        self.discarded = 0
+        self.wake = threading.Event()
+        threading.Thread(target=self._flusher, daemon=True).start()
+
+    def begin(self, call, n, limit):
+        with self.lock:
+            self.call = call
+            self.n = n
+            self.half = limit // 2
+            self.limit = limit
+            self.total = 0
+            self.head_used = 0
+            self.pending = []
+            self.pending_bytes = 0
+            self.tail = collections.deque()
+            self.tail_bytes = 0
+            self.cut_stream = None
+            self.dropped = 0
+            self.memlog = []
+            self.spill = None
+            self.spill_path = None
+            self.spill_error = None
+            self.spill_stream = "stdout"
+
+    def write(self, stream, text):
+        if not text:
+            return
+        data = text.encode("utf-8", "replace")
+        with self.lock:
+            if self.call is None:
+                self.discarded += len(data)
+                return
+            self.total += len(data)
+            self._record(stream, text)
+            room = self.half - self.head_used
+            if room > 0:
+                head = data if len(data) <= room else _cut_head(data, room)
+                self.head_used += len(head) if len(head) == len(data) else room
+                self.pending.append((stream, head.decode("utf-8")))
+                self.pending_bytes += len(head)
+                data = data[len(head):]
+                if self.pending_bytes >= 8192:
+                    self._flush()
+                else:
+                    self.wake.set()
+            if data:
+                if self.cut_stream is None:
+                    self.cut_stream = stream
+                self.tail.append([stream, data])
+                self.tail_bytes += len(data)
+                while self.tail_bytes > self.half:
+                    extra = self.tail_bytes - self.half
+                    first = self.tail[0]
+                    if len(first[1]) <= extra:
+                        self.tail.popleft()
+                        self.tail_bytes -= len(first[1])
+                        self.dropped += len(first[1])
+                    else:
+                        kept = _cut_tail(first[1], len(first[1]) - extra)
+                        self.dropped += len(first[1]) - len(kept)
+                        self.tail_bytes -= len(first[1]) - len(kept)
+                        first[1] = kept
+
+    def _record(self, stream, text):
+        # Everything is kept in memory up to the cap, then written to the spill file.
+        if self.spill is None and self.spill_error is None:
+            if self.total <= self.limit:
+                self.memlog.append((stream, text))
+                return
+            self._open_spill()
+        if self.spill is not None:
+            self._spill_write(stream, text)
+
+    def _open_spill(self):
+        self.spill_path = "%s/output-%d.txt" % (self.SPILL_DIR, self.n)
+        try:
+            os.makedirs(self.SPILL_DIR, exist_ok=True)
+            self.spill = open(self.spill_path, "w", encoding="utf-8", errors="replace")
+            _prune(self.SPILL_DIR, self.KEEP_FILES)
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            return
+        log, self.memlog = self.memlog, []
+        for stream, text in log:
+            self._spill_write(stream, text)
+
+    def _spill_write(self, stream, text):
+        try:
+            if stream != self.spill_stream:
+                self.spill.write(("" if self._spill_at_line_start() else "\n") + stream + ":\n")
+                self.spill_stream = stream
+            self.spill.write(text)
+            self._spill_last = text[-1:]
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            try:
+                self.spill.close()
+            except OSError:
+                pass
+            self.spill = None
+
+    def _spill_at_line_start(self):
+        return getattr(self, "_spill_last", "\n") in ("\n", "")
+
+    def _flush(self):
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        for stream, text in _merge(pending):
+            self.link.notify("output", {"call": self.call, "stream": stream, "data": text})
+
+    def _flusher(self):
+        while True:
+            self.wake.wait()
+            time.sleep(0.02)
+            self.wake.clear()
+            with self.lock:
+                if self.call is not None and self.pending:
+                    try:
+                        self._flush()
+                    except Exception:
+                        pass
+
+    def finish(self, result_repr):
+        """Ends the call: sends what is left and returns (truncated, bytes, repr)."""
+        with self.lock:
+            truncated = self.dropped > 0
+            if result_repr is not None:
+                rb = result_repr.encode("utf-8", "replace")
+                self.total += len(rb)
+                if len(rb) > self.half:
+                    truncated = True
+                    self._record("stdout", "\n" + result_repr + "\n")
+                    quarter = self.half // 2
+                    head, tail = _cut_head(rb, quarter), _cut_tail(rb, quarter)
+                    omitted = len(rb) - len(head) - len(tail)
+                    result_repr = "%s\n[... %d bytes omitted ...]\n%s" % (head.decode(), omitted, tail.decode())
+                    self.dropped += omitted
+            if self.dropped:
+                marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.spill_path or "%s/output-%d.txt" % (self.SPILL_DIR, self.n))
+                if self.spill is None and self.spill_error is None:
+                    self._open_spill()
+                if self.spill_error is not None:
+                    marker += "; full output not saved: " + self.spill_error
+                marker += " ...]"
+                head_text = "".join(t for _, t in self.pending)
+                last = head_text[-1:] if head_text else ""
+                self.pending.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + "\n"))
+            for stream, data in self.tail:
+                self.pending.append((stream, data.decode("utf-8")))
+            self._flush()
+            if self.spill is not None:
+                try:
+                    self.spill.close()
+                except OSError:
+                    pass
+            total = self.total
+            self.call = None
+            self.memlog = []
+            self.tail = collections.deque()
+            return truncated, total, result_repr
+
+
+def _merge(chunks):
+    out = []
+    for stream, text in chunks:
+        if out and out[-1][0] == stream:
+            out[-1] = (stream, out[-1][1] + text)
+        else:
+            out.append((stream, text))
+    return out
+
+
+def _cut_head(data, n):
+    """The longest prefix of data of at most n bytes that ends on a UTF-8 boundary."""
+    n = min(n, len(data))
+    while n > 0 and n < len(data) and (data[n] & 0xC0) == 0x80:
+        n -= 1
+    return data[:n]
+
+
+def _cut_tail(data, n):
+    """The longest suffix of data of at most n bytes that starts on a UTF-8 boundary."""
+    start = max(0, len(data) - n)
+    while start < len(data) and (data[start] & 0xC0) == 0x80:
+        start += 1
+    return data[start:]
+
+
+def _prune(directory, keep):
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith("output-") and n.endswith(".txt")]
+        names.sort(key=lambda n: os.stat(os.path.join(directory, n)).st_mtime)
+        for n in names[:-keep]:
+            os.unlink(os.path.join(directory, n))
+    except OSError:
+        pass
+
+
+class CaptureStream(io.TextIOBase):
+    """sys.stdout / sys.stderr replacement that feeds Capture."""
+
+    def __init__(self, capture, stream, fd):
+        self._capture = capture
+        self._stream = stream
+        self._fd = fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        self._capture.write(self._stream, s)
+        return len(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+    @property
+    def name(self):
+        return "<%s>" % self._stream
+
+    @property
+    def buffer(self):
+        return _BinaryCapture(self)
+
+
+class _BinaryCapture(io.RawIOBase):
+    def __init__(self, text):
+        self._text = text
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        self._text.write(bytes(b).decode("utf-8", "replace"))
+        return len(b)
+
+
+class Pump:
+    """Feeds OS-level writes to fds 1 and 2 into the active call's stderr.
+
+    sync() writes a marker through the same pipe and waits until the pump
+    has read it, so everything written before the call ended is captured.
+    """
+
+    MARK = b"\x00bridge-sync\x00"
+
+    def __init__(self, fd, capture):
+        self._fd = fd
+        self._capture = capture
+        self._synced = threading.Event()
+        self._decoder = None
+        threading.Thread(target=self._run, name="fd-pump", daemon=True).start()
+
+    def sync(self, timeout=0.5):
+        self._synced.clear()
+        try:
+            os.write(1, self.MARK)
+        except OSError:
+            return
+        self._synced.wait(timeout)
+
+    def _run(self):
+        import codecs
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = b""
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except InterruptedError:
+                continue
+            if not data:
+                return
+            data = pending + data
+            pending = b""
+            while True:
+                i = data.find(self.MARK)
+                if i < 0:
+                    break
+                self._emit(decoder.decode(data[:i], final=True))
+                data = data[i + len(self.MARK):]
+                self._synced.set()
+            # Keep a partial marker for the next read.
+            keep = 0
+            for k in range(len(self.MARK) - 1, 0, -1):
+                if data.endswith(self.MARK[:k]):
+                    keep = k
+                    break
+            if keep:
+                data, pending = data[:-keep], data[-keep:]
+            self._emit(decoder.decode(data))
+
+    def _emit(self, text):
+        if text:
+            self._capture.write("stderr", text)
+
+
+class State:
+    in_cell = False
+    interrupted = False
+    cell = 0
+    bound = ()
+
+
+STATE = State()
+
+
+def _on_sigint(signum, frame):
+    if STATE.in_cell:
+        STATE.interrupted = True
+        raise KeyboardInterrupt
+
+
+_orig_asyncio_run = asyncio.run
+
+
+def _asyncio_run(main, **kw):
+    """asyncio.run that also works inside a running loop (a top-level-await
+    cell): the coroutine then runs on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _orig_asyncio_run(main, **kw)
+    box = {}
+
+    def target():
+        try:
+            box["value"] = _orig_asyncio_run(main, **kw)
+        except BaseException as e:
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="asyncio.run", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _hidden(filename):
+    return filename.startswith("<bridge/") or filename.startswith(_ASYNCIO_DIR) or filename.startswith(_CONCURRENT_DIR)
+
+
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
+_CONCURRENT_DIR = os.path.dirname(concurrent.futures.__file__) + os.sep
+
+
+def _filter_tb(exc, seen=None):
+    """Drops entrypoint and asyncio frames from exc's traceback chain."""
+    seen = seen if seen is not None else set()
+    if exc is None or id(exc) in seen:
+        return
+    seen.add(id(exc))
+    tbs = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _hidden(tb.tb_frame.f_code.co_filename):
+            tbs.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(tbs, tbs[1:]):
+        a.tb_next = b
+    if tbs:
+        tbs[-1].tb_next = None
+    exc.__traceback__ = tbs[0] if tbs else None
+    _filter_tb(exc.__cause__, seen)
+    _filter_tb(exc.__context__, seen)
+
+
+def _error_text(exc):
+    msg = str(exc)
+    name = type(exc).__name__
+    return "%s: %s" % (name, msg) if msg else name
+
+
+class Runner:
+    def __init__(self):
+        main = types.ModuleType("__main__")
+        main.__builtins__ = __builtins__
+        sys.modules["__main__"] = main
+        self.ns = main.__dict__
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+
+    def run(self, msg):
+        params = msg["params"]
+        STATE.cell += 1
+        n = STATE.cell
+        rt = sys.modules["mcp.runtime"]
+        rt._begin_call(params)
+        self._bind(rt, params)
+        CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
+        outcome, exit_code, value, error = self._exec(params["code"], n)
+        PUMP.sync()
+        result_repr = None
+        if value is not None:
+            try:
+                result_repr = repr(value)
+                self.ns["_"] = value
+            except BaseException as e:
+                _filter_tb(e)
+                CAPTURE.write("stderr", "".join(traceback.format_exception(e)))
+                outcome, exit_code, error = "exception", 1, _error_text(e)
+        truncated, total, result_repr = CAPTURE.finish(result_repr)
+        reset = rt._end_call()
+        res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
+        if result_repr is not None:
+            res["result"] = result_repr
+        if error:
+            res["error"] = error
+        LINK.reply(msg["id"], res)
+
+    def _bind(self, rt, params):
+        for name in STATE.bound:
+            self.ns.pop(name, None)
+        g = rt._globals_for_call()
+        self.ns.update(g)
+        STATE.bound = tuple(g)
+
+    def _exec(self, code, n):
+        filename = "<cell-%d>" % n
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            try:
+                value = self._run_code(code, filename)
+            finally:
+                STATE.in_cell = False
+            return "ok", 0, value, None
+        except KeyboardInterrupt as e:
+            if STATE.interrupted:
+                return "interrupted", 1, None, "KeyboardInterrupt"
+            return self._report(e)
+        except SystemExit as e:
+            return self._exit(e)
+        except BaseException as e:
+            return self._report(e)
+
+    def _run_code(self, code, filename):
+        tree = ast.parse(code, filename, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            expr = tree.body[-1]
+            tree.body[-1] = ast.copy_location(
+                ast.Assign(targets=[ast.Name(id="__bridge_value__", ctx=ast.Store())], value=expr.value), expr)
+            ast.fix_missing_locations(tree)
+            last = "__bridge_value__"
+        co = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        self.ns.pop("__bridge_value__", None)
+        if co.co_flags & 0x80:  # CO_COROUTINE: the cell has top-level await
+            coro = eval(co, self.ns)
+            task = self.loop.create_task(coro)
+            try:
+                self.loop.run_until_complete(task)
+            except BaseException:
+                if not task.done():
+                    task.cancel()
+                raise
+        else:
+            exec(co, self.ns)
+        return self.ns.pop(last, None) if last else None
+
+    def _report(self, e):
+        _filter_tb(e)
+        if isinstance(e, SyntaxError):
+            text = "".join(traceback.format_exception_only(type(e), e))
+        else:
+            text = "".join(traceback.format_exception(e))
+        CAPTURE.write("stderr", text)
+        return "exception", 1, None, _error_text(e)
+
+    def _exit(self, e):
+        code = e.code
+        if code is None or code == 0:
+            return "exit", 0, None, None
+        if isinstance(code, int) and not isinstance(code, bool):
+            return "exit", code, None, "SystemExit: %d" % code
+        CAPTURE.write("stderr", "%s\n" % (code,))
+        return "exit", 1, None, "SystemExit: %s" % (code,)
+
+
+def _load_module(name, filename, source):
+    mod = types.ModuleType(name)
+    mod.__file__ = "<bridge/%s>" % filename
+    sys.modules[name] = mod
+    exec(compile(source, mod.__file__, "exec"), mod.__dict__)
+    return mod
+
+
+def main(boot, src, argv):
+    global BOOT, LINK, CAPTURE
+    BOOT = boot
+    rfd, wfd = int(argv[0]), int(argv[1])
+    os.set_inheritable(rfd, False)
+    os.set_inheritable(wfd, False)
+    # fd 0 is /dev/null: subprocesses cannot read frames; input() sees EOF.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(os.devnull, "r")
+    # fds 1 and 2 go to a pump, so OS-level writes become the call's stderr.
+    pr, pw = os.pipe()
+    os.dup2(pw, 1)
+    os.dup2(pw, 2)
+    os.close(pw)
+    limits = boot["limits"]
+    LINK = Link(rfd, wfd, limits["maxFrameBytes"], limits.get("maxInFlight") or 32)
+    CAPTURE = Capture(LINK)
+    sys.stdout = CaptureStream(CAPTURE, "stdout", 1)
+    sys.stderr = CaptureStream(CAPTURE, "stderr", 2)
+    global PUMP
+    PUMP = Pump(pr, CAPTURE)
+
+    # The mcp package: mcp, mcp.runtime, mcp.servers.
+    pkg = types.ModuleType("mcp")
+    pkg.__path__ = []
+    pkg.__file__ = "<bridge/mcp/__init__.py>"
+    sys.modules["mcp"] = pkg
+    servers = types.ModuleType("mcp.servers")
+    servers.__path__ = []
+    servers.__file__ = "<bridge/mcp/servers.py>"
+    sys.modules["mcp.servers"] = servers
+    pkg.servers = servers
+    rt = types.ModuleType("mcp.runtime")
+    rt.__file__ = "<bridge/mcp_runtime.py>"
+    rt.LINK = LINK
+    rt.MANUAL = boot["files"].get("manual.md", "")
+    sys.modules["mcp.runtime"] = rt
+    exec(compile(boot["files"]["mcp_runtime.py"], rt.__file__, "exec"), rt.__dict__)
+    pkg.runtime = rt
+    for name in ("MCPError",):
+        setattr(pkg, name, getattr(rt, name))
+
+    asyncio.run = _asyncio_run
+    signal.signal(signal.SIGINT, _on_sigint)
+    runner = Runner()
+    threading.Thread(target=LINK.read_loop, name="link", daemon=True).start()
+    LINK.notify("ready", {"python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
+    while True:
+        try:
+            msg = LINK.execs.get()
+            runner.run(msg)
+        except KeyboardInterrupt:
+            continue
