@@ -287,11 +287,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 	deadline := time.NewTimer(time.Until(req.Deadline))
 	defer deadline.Stop()
 	var (
-		grace               <-chan time.Time
-		timedOut, hardKill  bool
-		cancelC, shutdownC  = req.Ctx.Done(), ctx.Done()
-		exitedC             = sb.exited
-		got                 reply
+		grace              <-chan time.Time
+		timedOut, hardKill bool
+		cancelC, shutdownC = req.Ctx.Done(), ctx.Done()
+		exitedC            = sb.exited
+		got                reply
 	)
 	interrupt := func() {
 		if grace == nil && !hardKill {
