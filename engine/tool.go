@@ -13,7 +13,7 @@ const ToolName = "run_python"
 // names is run by a test exactly as written (TOOL-2).
 const ToolDescription = "Run Python in a persistent sandbox without network. Variables, imports and /workspace files " +
 	"persist per session; top-level await works. Call tools of the servers you list: " +
-	"await mcp_<server>.<tool>(...). runtime is pre-imported: runtime.discovered_servers(), " +
+	"await mcp_{server}.{tool}(...). runtime is pre-imported: runtime.discovered_servers(), " +
 	"await runtime.search_tool_docs('query'), print(runtime.capability_summary()). timeout is in seconds."
 
 // Tool returns the run_python entry. It is built from a raw schema so the

@@ -1,0 +1,241 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// testRuntime is "podman" unless BRIDGE_TEST_RUNTIME=local.
+func testRuntime() string {
+	if os.Getenv("BRIDGE_TEST_RUNTIME") == "local" {
+		return "local"
+	}
+	return "podman"
+}
+
+// requirePodman fails (never skips) when the container runtime is missing.
+func requirePodman(t *testing.T) {
+	t.Helper()
+	if testRuntime() != "podman" {
+		return
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Fatalf("podman is required for the end-to-end suite (CI installs it): %v", err)
+	}
+}
+
+// baseEnv is the environment of a bridge under test: an isolated HOME,
+// config and state dir, and the test runtime.
+func baseEnv(t *testing.T, extra map[string]string) []string {
+	home := t.TempDir()
+	env := map[string]string{
+		"PATH":                  os.Getenv("PATH"),
+		"HOME":                  home,
+		"MCP_BRIDGE_CONFIG_DIR": home + "/MCPs",
+		"MCP_BRIDGE_STATE_DIR":  home + "/state",
+		"MCP_BRIDGE_LOG_LEVEL":  "debug",
+	}
+	if testRuntime() == "local" {
+		env["MCP_BRIDGE_RUNTIME"] = "local"
+		env["MCP_BRIDGE_UNSAFE_LOCAL"] = "1"
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// syncBuffer collects the bridge's stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// bridge is a running bridge process with an initialized MCP client.
+type bridge struct {
+	t      *testing.T
+	c      *client.Client
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	init   *mcp.InitializeResult
+	closed bool
+}
+
+// startBridge starts `bridge run` with extra env and completes the handshake.
+func startBridge(t *testing.T, extra map[string]string) *bridge {
+	t.Helper()
+	b := &bridge{t: t, stderr: &syncBuffer{}}
+	env := baseEnv(t, extra)
+	tr := transport.NewStdioWithOptions(bridgeBin, nil, []string{"run"},
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env = env
+			b.cmd = cmd
+			return cmd, nil
+		}))
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatalf("start bridge: %v", err)
+	}
+	go func() { _, _ = copyAll(b.stderr, tr.Stderr()) }()
+	b.c = client.NewClient(tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = "2025-11-25"
+	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-e2e", Version: "1"}
+	init, err := b.c.Initialize(ctx, req)
+	if err != nil {
+		b.Close()
+		t.Fatalf("initialize: %v\nstderr:\n%s", err, b.stderr.String())
+	}
+	b.init = init
+	t.Cleanup(b.Close)
+	return b
+}
+
+func copyAll(dst *syncBuffer, src interface{ Read([]byte) (int, error) }) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 {
+			dst.Write(buf[:k])
+			n += int64(k)
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// Close ends stdin and waits for the bridge to exit; the test fails if any
+// of its containers outlive it (LIF-1).
+func (b *bridge) Close() {
+	if b.closed {
+		return
+	}
+	b.closed = true
+	_ = b.c.Close()
+	if b.cmd != nil && b.cmd.Process != nil && testRuntime() == "podman" {
+		assertNoContainers(b.t, b.cmd.Process.Pid)
+	}
+	if b.t.Failed() {
+		b.t.Logf("bridge stderr:\n%s", tail(b.stderr.String(), 6000))
+	}
+}
+
+// assertNoContainers checks that no container of the bridge with pid is left.
+func assertNoContainers(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+		var left []string
+		for _, n := range strings.Fields(string(out)) {
+			if strings.HasPrefix(n, "bridge-"+strconv.Itoa(pid)+"-") {
+				left = append(left, n)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("containers left after the bridge exited: %v", left)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// call invokes run_python with args and returns the result.
+func (b *bridge) call(args map[string]any) *mcp.CallToolResult {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "run_python"
+	req.Params.Arguments = args
+	res, err := b.c.CallTool(ctx, req)
+	if err != nil {
+		b.t.Fatalf("tools/call: %v\nstderr:\n%s", err, tail(b.stderr.String(), 4000))
+	}
+	return res
+}
+
+// run runs code in the default session and returns the result.
+func (b *bridge) run(code string) *mcp.CallToolResult {
+	b.t.Helper()
+	return b.call(map[string]any{"code": code})
+}
+
+// text is content[0].text of a result.
+func text(t *testing.T, r *mcp.CallToolResult) string {
+	t.Helper()
+	if len(r.Content) == 0 {
+		t.Fatalf("result has no content")
+	}
+	tc, ok := r.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("content[0] is %T, want text", r.Content[0])
+	}
+	return tc.Text
+}
+
+// structured decodes structuredContent into a map.
+func structured(t *testing.T, r *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		t.Fatalf("structuredContent: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("structuredContent %s: %v", raw, err)
+	}
+	return m
+}
+
+// expectText runs code and checks the exact text and isError.
+func (b *bridge) expectText(code, want string, wantErr bool) *mcp.CallToolResult {
+	b.t.Helper()
+	r := b.run(code)
+	if got := text(b.t, r); got != want || r.IsError != wantErr {
+		b.t.Fatalf("run %q:\n got (isError=%v): %q\nwant (isError=%v): %q", code, r.IsError, got, wantErr, want)
+	}
+	return r
+}
