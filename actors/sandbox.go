@@ -76,6 +76,7 @@ type sandbox struct {
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	readers   []io.Closer   // read ends of stdout and stderr, closed by close
+	spawned   time.Time
 	wg        sync.WaitGroup
 }
 
@@ -154,6 +155,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	s.readers = []io.Closer{outR, errR}
 	stream := protocol.NewLineStream(outR, stdin, multiCloser{stdin, outR}, cfg.MaxFrame, s.log)
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
+	s.spawned = time.Now()
 	err = s.spawn()
 	outW.Close()
 	errW.Close()
@@ -232,6 +234,7 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 	defer timer.Stop()
 	select {
 	case <-s.ready:
+		s.log.Debug().Dur("sinceSpawn", time.Since(s.spawned)).Str("python", s.info.Python).Msg("sandbox ready")
 		if !pythonAtLeast(s.info.Python, 3, 11) {
 			return false, fmt.Errorf("Sandbox image has Python %s; 3.11+ is required", s.info.Python)
 		}

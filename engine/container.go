@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/entrypoint"
@@ -92,8 +94,6 @@ func hardLimit(resource int) uint64 {
 	return min(1024, r.Max)
 }
 
-const rlimitNproc = 6 // RLIMIT_NPROC on Linux
-
 // Launcher starts sandboxes with the configured container CLI. It resolves
 // the CLI lazily on first use, so the MCP handshake never waits for it.
 type Launcher struct {
@@ -135,11 +135,13 @@ func (l *Launcher) CLI() (string, error) {
 	return cli, err
 }
 
-// GlobalArgs returns flags that go before the subcommand (podman --runtime).
+// GlobalArgs returns the flags that go before the subcommand: podman's
+// --runtime, and for runsc the network flag gVisor needs (RT-2).
 func (l *Launcher) GlobalArgs() []string {
-	_, podman, oci, _ := l.resolve()
-	if podman && oci != "" {
-		return []string{"--runtime", oci}
+	cli, podman, oci, _ := l.resolve()
+	argv := ContainerArgv(ArgvSpec{CLI: cli, Podman: podman, OCIRuntime: oci})
+	if i := slices.Index(argv, "run"); i > 1 {
+		return argv[1:i]
 	}
 	return nil
 }
@@ -178,7 +180,7 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	argv := ContainerArgv(ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
-		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(rlimitNproc),
+		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap,
 	})
 	return actors.SandboxCommand{Argv: argv, Name: name}, nil
@@ -356,19 +358,9 @@ func (l *Launcher) VerifyArgs(img string) []string {
 	argv := ContainerArgv(ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
-		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(rlimitNproc),
+		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 	})
-	for i, a := range argv {
-		if a == "run" {
-			argv = argv[i:]
-			break
-		}
-	}
-	// Drop the entrypoint command after the image; the caller appends its own.
-	for i, a := range argv {
-		if a == img {
-			return argv[:i+1]
-		}
-	}
-	return argv
+	// From "run" through the image: drop the global flags and the
+	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
+	return argv[slices.Index(argv, "run") : len(argv)-4]
 }

@@ -547,3 +547,27 @@ func TestOwnerAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyArgsImageNamedLikeAFlagValue checks that VerifyArgs ends at the
+// image even when the image name equals a flag value.
+func TestVerifyArgsImageNamedLikeAFlagValue(t *testing.T) {
+	l, _ := testLauncher(t, "podman", nil)
+	for _, img := range []string{"none", "never", "ALL"} {
+		got := l.VerifyArgs(img)
+		if !slices.Contains(got, "--log-driver") || got[len(got)-1] != img {
+			t.Errorf("VerifyArgs(%q) = %q, want every flag through --log-driver none, then %q", img, got, img)
+		}
+	}
+}
+
+// TestVerifyArgsRunscKeepsRuntimeFlag checks that the image check under
+// runsc keeps gVisor's network flag (RT-2).
+func TestVerifyArgsRunscKeepsRuntimeFlag(t *testing.T) {
+	l, _ := testLauncher(t, "podman", func(e *Env) { e.OCIRuntime = "runsc" })
+	argv := append(l.GlobalArgs(), l.VerifyArgs("localhost/x:latest")...)
+	got := argv[:slices.Index(argv, "run")+1]
+	want := []string{"--runtime", "runsc", "--runtime-flag", "network=none", "run"}
+	if !slices.Equal(got, want) {
+		t.Errorf("image check argv starts %q, want %q", got, want)
+	}
+}

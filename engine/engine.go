@@ -114,7 +114,8 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	}
 	root.Add(e.router)
 	root.Add(e.sessSup)
-	root.Add(&actors.Reaper{Sessions: e.sessions, Sweep: func(ctx context.Context) { e.Launcher.Sweep(ctx) }})
+	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
+		Sweep: func(ctx context.Context) { e.Launcher.Sweep(ctx) }})
 	return root
 }
 

@@ -1,47 +1,43 @@
 """Supervisor: the first process under the container's init.
 
 It owns the container's stdin and stdout (stdout carries frames only) and
-relays frames to and from the worker, which runs user code. On stdin EOF or a
-shutdown frame it closes the worker's input, waits 2 s, kills the worker and
-exits; on an interrupt frame for the active call it sends SIGINT to the
-worker. When the worker dies on its own, the supervisor exits with the
-worker's status (128+signal for a signal), so the host sees, e.g., 137 for an
-out-of-memory kill.
+relays frames to and from the worker, which runs user code. The worker is
+forked before any thread starts, so it skips a second interpreter start. On
+stdin EOF or a shutdown frame the supervisor closes the worker's input,
+waits 2 s, kills the worker and exits; on an interrupt frame for the active
+call it sends SIGINT to the worker. When the worker dies on its own, the
+supervisor exits with the worker's status (128+signal for a signal), so the
+host sees, e.g., 137 for an out-of-memory kill.
 """
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
+import types
 
 GRACE = 2.0
 
 
 def main(boot, src, argv):
+    to_w_r, to_w_w = os.pipe()
+    from_w_r, from_w_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(to_w_w)
+        os.close(from_w_r)
+        _run_worker(boot, to_w_r, from_w_w)
+    os.close(to_w_r)
+    os.close(from_w_w)
+
     out = os.fdopen(os.dup(1), "wb")
     # Stray prints must never reach the frame channel.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-
-    to_w_r, to_w_w = os.pipe()
-    from_w_r, from_w_w = os.pipe()
-    boot = dict(boot, main="worker")
-    bootstrap = boot["files"]["bootstrap.py"]
-    worker = subprocess.Popen(
-        [sys.executable, "-u", "-c", bootstrap, str(to_w_r), str(from_w_w)],
-        stdin=subprocess.DEVNULL,
-        pass_fds=(to_w_r, from_w_w),
-        close_fds=True,
-    )
-    os.close(to_w_r)
-    os.close(from_w_w)
     to_worker = os.fdopen(to_w_w, "wb")
-    to_worker.write(json.dumps({"jsonrpc": "2.0", "method": "boot", "params": boot}).encode() + b"\n")
-    to_worker.flush()
-
     state = {"call": None, "stopping": False}
     lock = threading.Lock()
+    exited = threading.Event()  # set by the main thread, the only one that reaps the worker
 
     def relay_out():
         with os.fdopen(from_w_r, "rb") as f:
@@ -61,10 +57,9 @@ def main(boot, src, argv):
             to_worker.close()
         except OSError:
             pass
-        try:
-            worker.wait(GRACE)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        if not exited.wait(GRACE):
+            _kill(pid, signal.SIGKILL)
+            exited.wait(GRACE)
         os._exit(0)
 
     def relay_in():
@@ -73,10 +68,7 @@ def main(boot, src, argv):
             if method == "interrupt":
                 call = _param(line, "call")
                 if call is not None and call == state["call"]:
-                    try:
-                        worker.send_signal(signal.SIGINT)
-                    except OSError:
-                        pass
+                    _kill(pid, signal.SIGINT)
                 continue
             if method == "shutdown":
                 break
@@ -91,15 +83,44 @@ def main(boot, src, argv):
 
     threading.Thread(target=relay_out, daemon=True).start()
     threading.Thread(target=relay_in, daemon=True).start()
-    code = worker.wait()
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            status = 0
+            break
+        except InterruptedError:
+            continue
+    exited.set()
     with lock:
         if state["stopping"]:
             threading.Event().wait()  # stop() exits the process
+    code = os.waitstatus_to_exitcode(status)
     os._exit(128 - code if code < 0 else code)
 
 
+def _run_worker(boot, rfd, wfd):
+    """Runs the worker module in the forked child; never returns."""
+    try:
+        mod = types.ModuleType("worker")
+        mod.__file__ = "<bridge/worker.py>"
+        sys.modules["worker"] = mod
+        exec(compile(boot["files"]["worker.py"], mod.__file__, "exec"), mod.__dict__)
+        mod.main(dict(boot, main="worker"), None, [str(rfd), str(wfd)])
+    finally:
+        os._exit(1)
+
+
+def _kill(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
 def _method(line):
-    # Cheap checks first: only host notifications the supervisor acts on are parsed.
+    # Cheap checks first: only host frames the supervisor acts on are parsed.
     if b'"interrupt"' in line or b'"shutdown"' in line or b'"exec"' in line:
         try:
             return json.loads(line).get("method")

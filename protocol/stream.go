@@ -110,7 +110,8 @@ func (s *LineStream) readLine() ([]byte, error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:
-			if len(buf) > 0 && !over && err == io.EOF {
+			// A final line has no '\n': it may hold maxFrame bytes, not one more.
+			if len(buf) > 0 && !over && err == io.EOF && len(buf) <= s.maxFrame {
 				return buf, nil
 			}
 			return nil, err

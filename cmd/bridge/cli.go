@@ -55,7 +55,7 @@ type Main struct {
 	Getenv func(string) string
 }
 
-const commandList = "run, exec, image, version"
+const commandList = "run, exec, image, bench, version"
 
 // Run dispatches to a subcommand; plain `bridge` means `bridge run`.
 func (m *Main) Run(ctx context.Context, args []string) int {
@@ -70,6 +70,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.execCmd(ctx, args)
 	case "image":
 		return m.imageCmd(ctx, args)
+	case "bench":
+		return m.benchCmd(ctx, args)
 	case "version", "--version":
 		fmt.Fprintf(m.Stdout, "bridge %s (%s, %s)\n", Version(), commitID(), runtime.Version())
 		return 0
@@ -103,6 +105,7 @@ func (m *Main) loadEnv() (engine.Env, bool) {
 // logger returns the zerolog logger on stderr and routes the stdlib log
 // and slog (which mcp-go uses) to it (LIF-2).
 func (m *Main) logger(level zerolog.Level) zerolog.Logger {
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	l := zerolog.New(m.Stderr).Level(level).With().Timestamp().Logger()
 	log.SetFlags(0)
 	log.SetOutput(l.With().Str("source", "log").Logger())

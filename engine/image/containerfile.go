@@ -24,10 +24,18 @@ const baseFetchTimeout = 30 * time.Second
 func chooseMethod(ctx context.Context, o Options) string {
 	b := &builder{opts: o}
 	if err := b.ensureBase(ctx, baseFetchTimeout); err != nil {
-		b.progress("%s cannot be fetched (%s); falling back to the debian method", BaseImage, firstLine(err.Error()))
+		b.progress("%s cannot be fetched (%s); falling back to the debian method", BaseImage, reason(err))
 		return MethodDebian
 	}
 	return MethodContainerfile
+}
+
+// reason returns the last stderr line of a failed command, else the first line of err.
+func reason(err error) string {
+	if tail := lastLines(stderrOf(err), 1); len(tail) > 0 {
+		return tail[0]
+	}
+	return firstLine(err.Error())
 }
 
 // ensureBase makes BaseImage present locally, pulling it when it is missing. A timeout > 0 bounds the pull.

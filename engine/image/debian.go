@@ -45,7 +45,8 @@ func purgeRegexp() string {
 	return strings.Join(purgePatterns, "|")
 }
 
-// purgeList returns the installed packages that the toolchain purge removes, in the order given.
+// purgeList returns the installed packages that the toolchain purge removes, in the order given: the Go form of the
+// grep -xE selection in purgeScript, which the tests check against each other and against a real package list.
 func purgeList(installed []string) []string {
 	re := regexp.MustCompile(`^(?:` + purgeRegexp() + `)$`)
 	var out []string
@@ -139,7 +140,7 @@ func (b *builder) buildDebian(ctx context.Context) error {
 	if err != nil {
 		return errStep("create work dir", err)
 	}
-	defer os.RemoveAll(work)
+	defer b.removeWorkDir(work)
 	tarball := filepath.Join(work, "rootfs.tar")
 	if os.Geteuid() == 0 {
 		rootfs := filepath.Join(work, "rootfs")
@@ -182,7 +183,7 @@ func (b *builder) bootstrapUnshare(ctx context.Context, tarball string) error {
 	b.progress("bootstrap rootfs (mmdebstrap --mode=unshare), then %s ...", hookNames())
 	_, err := run(ctx, "mmdebstrap", mmdebstrapArgs(b.opts.Suite, b.opts.Mirror, tarball, "unshare", rootfsHooks())...)
 	if err != nil {
-		return errStep(failedHook(err.Error()), err)
+		return errStep(failedHook(stderrOf(err)), err)
 	}
 	return nil
 }
@@ -203,7 +204,8 @@ func hookNames() string {
 func failedHook(stderr string) string {
 	step := "bootstrap rootfs"
 	for _, line := range strings.Split(stderr, "\n") {
-		if _, name, ok := strings.Cut(line, hookMarker); ok {
+		// Only whole marker lines: mmdebstrap also echoes each hook's command, marker included.
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), hookMarker); ok {
 			step = strings.TrimSpace(name)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -55,12 +56,14 @@ type Options struct {
 }
 
 // DefaultVerifyArgs is the argv of the final check used when Options.VerifyArgs is nil: a locked-down, networkless,
-// read-only run of image as 65534:65534.
+// read-only run of image as 65534:65534. The /tmp tmpfs is needed with docker, which (unlike podman) mounts none under
+// --read-only: importing matplotlib fails without a writable temporary directory.
 func DefaultVerifyArgs(image string) []string {
 	return []string{
 		"run", "--rm", "--pull", "never", "--network", "none", "--read-only",
 		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65534:65534",
-		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--log-driver", "none",
+		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m", "--log-driver", "none",
 		image,
 	}
 }
@@ -74,11 +77,12 @@ func Build(ctx context.Context, opts Options) error {
 		return fmt.Errorf("image: %w", err)
 	}
 	start := time.Now()
+	b := &builder{opts: o}
+	previous := b.imageID(ctx)
 	method := o.Method
 	if method == MethodAuto {
 		method = chooseMethod(ctx, o)
 	}
-	b := &builder{opts: o}
 	switch method {
 	case MethodContainerfile:
 		err = b.buildContainerfile(ctx)
@@ -91,7 +95,39 @@ func Build(ctx context.Context, opts Options) error {
 	if err := b.verify(ctx, method, time.Since(start)); err != nil {
 		return fmt.Errorf("image: %s: %w", method, err)
 	}
+	b.removePrevious(ctx, previous)
 	return nil
+}
+
+// imageID returns the ID of the image Tag, or "" when there is none.
+func (b *builder) imageID(ctx context.Context) string {
+	out, err := b.cli(ctx, "image", "inspect", "--format", "{{.Id}}", b.opts.Tag)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// removePrevious removes the image that Tag named before this build, now untagged, so that rebuilds do not pile up
+// dangling images. Failure (the image is used by a container, or has other tags) only earns a progress line.
+func (b *builder) removePrevious(ctx context.Context, previous string) {
+	if previous == "" || previous == b.imageID(ctx) {
+		return
+	}
+	if _, err := b.cli(ctx, "rmi", previous); err != nil {
+		b.progress("previous image %s kept: %s", shortID(previous), reason(err))
+		return
+	}
+	b.progress("removed the previous image %s", shortID(previous))
+}
+
+// shortID shortens an image ID for display.
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // withDefaults fills the empty fields of opts and validates the method.

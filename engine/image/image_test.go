@@ -216,7 +216,8 @@ func TestWithDefaults(t *testing.T) {
 func TestDefaultVerifyArgs(t *testing.T) {
 	got := strings.Join(DefaultVerifyArgs("img:1"), " ")
 	want := "run --rm --pull never --network none --read-only --cap-drop ALL --security-opt no-new-privileges " +
-		"--user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --log-driver none img:1"
+		"--user 65534:65534 --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 " +
+		"--tmpfs /tmp:rw,noexec,nosuid,nodev,size=64m --log-driver none img:1"
 	if got != want {
 		t.Errorf("DefaultVerifyArgs =\n%s\nwant\n%s", got, want)
 	}
@@ -393,6 +394,10 @@ func TestFailedHook(t *testing.T) {
 		{"I: downloading\nE: apt failed\n", "bootstrap rootfs"},
 		{"I: running hook\nbridge-step: purge toolchain\nbridge-step: trim rootfs\nrm: cannot remove\n", "trim rootfs"},
 		{"bridge-step: check imports\nModuleNotFoundError: No module named 'sklearn'\n", "check imports"},
+		// mmdebstrap's own lines quote the hook command, marker included; they are not markers.
+		{"bridge-step: check imports\n" +
+			"I: running --customize-hook in shell: sh -c 'echo 'bridge-step: trim rootfs' >&2 && sh -ec 'x' hook \"$1\"' exec /tmp/m\n" +
+			"E: setup failed: E: command failed: echo 'bridge-step: trim rootfs' >&2 && sh -ec 'x' hook \"$1\"\n", "check imports"},
 	}
 	for _, tt := range tests {
 		if got := failedHook(tt.stderr); got != tt.want {
@@ -412,6 +417,9 @@ func TestRunErrorCarriesStderrTail(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
+	}
+	if !strings.Contains(stderrOf(err), "line 0\n") || stderrOf(errors.New("plain")) != "" {
+		t.Errorf("stderrOf = %q", stderrOf(err))
 	}
 	if strings.Contains(msg, "line 11\n") {
 		t.Errorf("error has more than %d tail lines:\n%s", stderrTailLines, msg)
@@ -491,9 +499,14 @@ while [ "$1" = --runtime ]; do shift 2; done
 sub="$1"; [ "$1" = image ] && sub="image-$2"
 if [ "$sub" = '` + failOn + `' ]; then echo "Error: $sub failed on purpose" >&2; exit 125; fi
 case "$sub" in
-build) [ -f "$3" ] && grep -q '^FROM ' "$3" || { echo "no Containerfile at $3" >&2; exit 1; } ;;
+build) [ -f "$3" ] && grep -q '^FROM ' "$3" || { echo "no Containerfile at $3" >&2; exit 1; }
+  touch '` + dir + `/built' ;;
 run) echo '{"python": "3.14.0", "numpy": "2.5.5", "pandas": "3.1.1", "sklearn": "1.9.1", "matplotlib": "3.11.2"}' ;;
-image-inspect) case "$*" in *Size*) echo 1234567 ;; *) echo sha256:abc ;; esac ;;
+image-inspect) case "$*" in
+  *Size*) echo 1234567 ;;
+  *` + BaseImage + `) echo sha256:base ;;
+  *) [ -f '` + dir + `/built' ] && echo sha256:new || echo sha256:old ;;
+  esac ;;
 esac
 `
 	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
@@ -519,10 +532,13 @@ func TestBuildContainerfileWithFakeCLI(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
 	wantPrefixes := []string{
+		"--runtime runc image inspect --format {{.Id}} localhost/test:1",
 		"--runtime runc image inspect --format {{.Id}} " + BaseImage,
 		"--runtime runc build --file ",
 		"--runtime runc run --rm --flag localhost/test:1 python3 -c import json, sys",
 		"--runtime runc image inspect --format {{.Size}} localhost/test:1",
+		"--runtime runc image inspect --format {{.Id}} localhost/test:1",
+		"--runtime runc rmi sha256:old",
 	}
 	if len(lines) != len(wantPrefixes) {
 		t.Fatalf("calls:\n%s", calls)
@@ -536,6 +552,9 @@ func TestBuildContainerfileWithFakeCLI(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}
+	}
+	if !strings.Contains(stderr.String(), "image: removed the previous image old\n") {
+		t.Errorf("progress lacks the removal of the previous image:\n%s", stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "image: build Containerfile ...") {
 		t.Errorf("progress lacks the build step:\n%s", stderr.String())
@@ -569,12 +588,62 @@ func TestAutoFallsBackToDebian(t *testing.T) {
 	if got != MethodDebian {
 		t.Errorf("chooseMethod = %q, want debian", got)
 	}
-	if n := strings.Count(stderr.String(), "\n"); n != 1 || !strings.Contains(stderr.String(), "falling back to the debian method") {
+	if n := strings.Count(stderr.String(), "\n"); n != 1 || !strings.Contains(stderr.String(), "(Error: pull failed on purpose); falling back to the debian method") {
 		t.Errorf("note = %q", stderr.String())
 	}
 
 	cli, _ = fakeCLI(t, "")
 	if got := chooseMethod(context.Background(), Options{CLI: cli, Stderr: &stderr}); got != MethodContainerfile {
 		t.Errorf("chooseMethod with the base present = %q", got)
+	}
+}
+
+func TestMountsUnder(t *testing.T) {
+	info := `22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+310 22 0:5 / /tmp/bridge-image-1/rootfs/dev rw shared:2 - devtmpfs udev rw
+311 22 0:21 / /tmp/bridge-image-1/rootfs/proc rw shared:3 - proc proc rw
+312 22 0:21 / /tmp/bridge-image-10/rootfs/proc rw shared:4 - proc proc rw
+313 22 0:30 / /tmp/bridge-image-1/with\040space rw shared:5 - tmpfs tmpfs rw
+`
+	got := mountsUnder(info, "/tmp/bridge-image-1/")
+	want := []string{"/tmp/bridge-image-1/rootfs/dev", "/tmp/bridge-image-1/rootfs/proc", "/tmp/bridge-image-1/with space"}
+	if !slices.Equal(got, want) {
+		t.Errorf("mountsUnder = %q, want %q", got, want)
+	}
+	if got := mountsUnder(info, "/tmp/bridge-image-2"); got != nil {
+		t.Errorf("mountsUnder(other) = %q", got)
+	}
+	if got := unescapeMountinfo(`a\134b\04`); got != `a\b\04` {
+		t.Errorf("unescapeMountinfo = %q", got)
+	}
+}
+
+func TestRemoveWorkDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.MkdirAll(filepath.Join(dir, "rootfs", "usr"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	(&builder{opts: Options{Stderr: &stderr}}).removeWorkDir(dir)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || stderr.Len() != 0 {
+		t.Errorf("work dir not removed: %v, %q", err, stderr.String())
+	}
+}
+
+func TestFirstErrorLine(t *testing.T) {
+	tests := []struct{ stderr, want string }{
+		{"Selecting previously unselected package libgpg-error0:amd64.\nE: setup failed\n", "E: setup failed"},
+		{"I: ok\n[Errno 2] No such file: '/x'dpkg: error processing package p (--configure):\n", "[Errno 2] No such file: '/x'dpkg: error processing package p (--configure):"},
+		{"Error: short-name resolution\n", "Error: short-name resolution"},
+		{"all fine\n", ""},
+	}
+	for _, tt := range tests {
+		if got := firstErrorLine(tt.stderr); got != tt.want {
+			t.Errorf("firstErrorLine(%q) = %q, want %q", tt.stderr, got, tt.want)
+		}
+	}
+	long := strings.Repeat("x", 1000)
+	if got := lastLines(long, 1)[0]; len(got) != maxLineBytes+3 {
+		t.Errorf("long line kept %d bytes", len(got))
 	}
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/bench"
+)
+
+// benchCmd measures this binary against baselines in the same run and
+// writes bench.json and bench.md.
+func (m *Main) benchCmd(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quick := fs.Bool("quick", false, "small sample counts (CI)")
+	samples := fs.Int("samples", 200, "warm samples")
+	out := fs.String("out", "bench-out", "directory for bench.json and bench.md")
+	if err := fs.Parse(args); err != nil {
+		return m.usage("bench: %v", err)
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	if *quick {
+		*samples = 20
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return m.usage("bench: %v", err)
+	}
+	l := engine.NewLauncher(env, engine.Owner(), m.logger(env.LogLevel))
+	cli, err := l.CLI()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
+		return 1
+	}
+	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
+	baseline = append(baseline, "python3", "-c", "print(1)")
+	rep, err := bench.Run(ctx, bench.Options{
+		Bridge: self, Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"), Samples: *samples,
+		BaselineArgv: baseline, Log: m.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
+		return 1
+	}
+	js, _ := json.MarshalIndent(rep, "", "  ")
+	md := rep.Markdown()
+	if err := os.WriteFile(filepath.Join(*out, "bench.json"), append(js, '\n'), 0o644); err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(*out, "bench.md"), []byte(md), 0o644); err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
+		return 1
+	}
+	fmt.Fprint(m.Stdout, md)
+	return 0
+}
