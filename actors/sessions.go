@@ -34,6 +34,7 @@ type Sessions struct {
 	lost      map[string]string // loss reasons of evicted names
 	spare     *sandbox
 	spareFrom time.Time
+	adopted   *sandbox // the spare last handed out, until it is ready or gone
 	closing   sync.WaitGroup // spare closes in flight
 }
 
@@ -132,6 +133,14 @@ func (m *Sessions) Serve(ctx context.Context) error {
 				sb = nil // ended normally (idle); let the session start its own
 			}
 			reply <- sb
+			// The next spare starts once this one is up: two container
+			// starts at once would slow the one a call is waiting for.
+			m.adopted = sb
+			if sb == nil {
+				m.startSpare()
+			}
+		case <-m.adoptedUp():
+			m.adopted = nil
 			m.startSpare()
 		case now := <-m.ticks:
 			for _, ls := range m.live {
@@ -148,6 +157,20 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// adoptedUp fires when the last adopted spare is ready or has exited; nil
+// (never) when there is none.
+func (m *Sessions) adoptedUp() <-chan struct{} {
+	if m.adopted == nil {
+		return nil
+	}
+	select {
+	case <-m.adopted.exited:
+		return m.adopted.exited
+	default:
+		return m.adopted.ready
 	}
 }
 

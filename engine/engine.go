@@ -152,8 +152,10 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// Exec runs one call through the same actors as Serve (bridge exec).
-func (e *Engine) Exec(ctx context.Context, args actors.Args) actors.Result {
+// Exec runs one call through the same actors as Serve (bridge exec). emit
+// gets the result before the actors stop, so a caller can print it without
+// waiting for container teardown.
+func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Result)) {
 	queued := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -165,9 +167,9 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args) actors.Result {
 	}()
 	res := e.dispatcher.RunArgs(ctx, args, queued)
 	res.Notes = append(res.Notes, args.Notes...)
+	emit(res)
 	cancel()
 	wg.Wait()
-	return res
 }
 
 // Validate checks raw run_python arguments as the front does.

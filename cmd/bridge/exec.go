@@ -64,12 +64,15 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.WarnLevel)))
 	a, msg := e.Validate(rawJSON)
 	var res actors.Result
-	if msg != "" {
-		res = actors.Result{Status: actors.StatusValidation, Error: msg, Session: actors.DefaultSession}
-	} else {
-		res = e.Exec(ctx, a)
+	emit := func(r actors.Result) {
+		res = r
+		fmt.Fprintln(m.Stdout, textOf(e.Render(r)))
 	}
-	fmt.Fprintln(m.Stdout, textOf(e.Render(res)))
+	if msg != "" {
+		emit(actors.Result{Status: actors.StatusValidation, Error: msg, Session: actors.DefaultSession})
+	} else {
+		e.Exec(ctx, a, emit)
+	}
 	switch res.Status {
 	case actors.StatusSuccess:
 		return 0
