@@ -34,7 +34,7 @@ type Sessions struct {
 	lost      map[string]string // loss reasons of evicted names
 	spare     *sandbox
 	spareFrom time.Time
-	adopted   *sandbox // the spare last handed out, until it is ready or gone
+	adopted   *sandbox       // the spare last handed out, until it is ready or gone
 	closing   sync.WaitGroup // spare closes in flight
 }
 
