@@ -405,3 +405,27 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestReadmeEnvTable checks that README's env table lists exactly the
+// variables the code reads (SPEC §14).
+func TestReadmeEnvTable(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			if strings.HasPrefix(name, "MCP_") {
+				got = append(got, name)
+			}
+		}
+	}
+	want := append([]string(nil), EnvVars...)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("README env table = %v\nvariables read = %v", got, want)
+	}
+}
