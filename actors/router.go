@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -26,55 +28,28 @@ type RequestRouter interface {
 	ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error)
 }
 
-// Catalog is an immutable snapshot of every discovered server, replaced
-// whole on reload (SUP-1).
-type Catalog struct {
-	Servers []CatalogServer
-}
-
-// CatalogServer is one discovered server as the router knows it.
-type CatalogServer struct {
-	Name        string
-	Alias       string
-	Description string
-	Transport   string
-	Cwd         string
-	Tools       []protocol.Tool
-}
-
-// find returns the server named name.
-func (c *Catalog) find(name string) *CatalogServer {
-	for i := range c.Servers {
-		if c.Servers[i].Name == name {
-			return &c.Servers[i]
-		}
-	}
-	return nil
-}
-
-// Router is the frame router actor: it holds the catalog and answers
-// sandbox requests against it with the call's allow-list.
+// Router is the frame router actor. It owns the current catalog snapshot;
+// requests take the snapshot and are answered on the caller's goroutine, so
+// tool calls from one sandbox run concurrently (CON-3).
 type Router struct {
-	requests chan routed
-	catalogs chan *Catalog
-	catalog  *Catalog // owned by Serve
-}
+	catalogs  chan *Catalog
+	snapshots chan chan *Catalog
+	catalog   *Catalog // owned by Serve
 
-type routed struct {
-	scope  Scope
-	method string
-	params json.RawMessage
-	reply  chan routedReply
-}
-
-type routedReply struct {
-	v   any
-	err error
+	// MaxFrame is the link frame cap (LNK-4); CallTimeout bounds each
+	// proxied call (TMO-4); StartTimeout bounds server starts.
+	MaxFrame     int
+	CallTimeout  time.Duration
+	StartTimeout time.Duration
 }
 
 // NewRouter returns a router with an empty catalog.
-func NewRouter() *Router {
-	return &Router{requests: make(chan routed), catalogs: make(chan *Catalog, 1), catalog: &Catalog{}}
+func NewRouter(funcs *CatalogFuncs) *Router {
+	return &Router{
+		catalogs:  make(chan *Catalog, 1),
+		snapshots: make(chan chan *Catalog),
+		catalog:   buildCatalog(nil, nil, nil, funcs),
+	}
 }
 
 func (r *Router) String() string { return "router" }
@@ -100,29 +75,358 @@ func (r *Router) Serve(ctx context.Context) error {
 		select {
 		case c := <-r.catalogs:
 			r.catalog = c
-		case req := <-r.requests:
-			v, err := r.answer(req.scope, req.method, req.params)
-			req.reply <- routedReply{v, err}
+		case reply := <-r.snapshots:
+			select {
+			case c := <-r.catalogs: // a newer catalog is waiting: answer with it
+				r.catalog = c
+			default:
+			}
+			reply <- r.catalog
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
+// Snapshot returns the current catalog.
+func (r *Router) Snapshot(ctx context.Context) (*Catalog, error) {
+	reply := make(chan *Catalog, 1)
+	select {
+	case r.snapshots <- reply:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case c := <-reply:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Resolve maps a call's servers argument to the servers it may use: each
+// name must be discovered (VAL-2), and each server is readied in parallel
+// within the start timeout (VAL-3).
+func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	cat, err := r.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if cat.Server(n) == nil {
+			msg := "Unknown MCP server: " + n
+			if s := cat.funcs.Suggest(n, cat.Names(), 1); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean '%s'?", s[0])
+			}
+			return nil, fmt.Errorf("%s", msg)
+		}
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = cat.Server(n).Client.Ready(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The start may have brought new tool lists: take a fresh snapshot.
+	if cat, err = r.freshFor(ctx, names); err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Server, 0, len(names))
+	for _, n := range names {
+		out = append(out, cat.Server(n).protocolServer())
+	}
+	return out, nil
+}
+
+// freshFor waits briefly until the catalog knows the tools of every named
+// server (the servers manager publishes them right after a start).
+func (r *Router) freshFor(ctx context.Context, names []string) (*Catalog, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		cat, err := r.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		known := true
+		for _, n := range names {
+			if s := cat.Server(n); s == nil || !s.Known {
+				known = false
+			}
+		}
+		if known || time.Now().After(deadline) {
+			return cat, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // ServeSandbox implements RequestRouter.
 func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error) {
-	reply := make(chan routedReply, 1)
-	select {
-	case r.requests <- routed{scope, method, params, reply}:
-	case <-ctx.Done():
+	cat, err := r.Snapshot(ctx)
+	if err != nil {
 		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
 	}
-	select {
-	case rr := <-reply:
-		return rr.v, rr.err
-	case <-ctx.Done():
-		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
+	switch method {
+	case protocol.MethodDiscoveredServers:
+		var p struct {
+			Detailed bool `json:"detailed"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, len(cat.Servers))
+		for _, s := range cat.Servers {
+			if p.Detailed {
+				out = append(out, map[string]string{"name": s.Spec.Name, "description": s.Spec.Description})
+			} else {
+				out = append(out, s.Spec.Name)
+			}
+		}
+		return map[string]any{"servers": out}, nil
+	case protocol.MethodListServers:
+		if err := decodeParams(method, params, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return map[string]any{"servers": append([]string{}, scope.Servers...)}, nil
+	case protocol.MethodDescribeServer, protocol.MethodListTools:
+		var p struct {
+			Name   *string `json:"name"`
+			Server *string `json:"server"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		s, err := r.known(ctx, cat, deref(p.Name, p.Server))
+		if err != nil {
+			return nil, err
+		}
+		if method == protocol.MethodListTools {
+			raw := make([]json.RawMessage, len(s.Tools))
+			for i, t := range s.Tools {
+				raw[i] = t.Raw
+			}
+			return map[string]any{"tools": raw}, nil
+		}
+		return map[string]any{"server": describe(s)}, nil
+	case protocol.MethodQueryToolDocs:
+		var p struct {
+			Server string  `json:"server"`
+			Tool   *string `json:"tool"`
+			Detail string  `json:"detail"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		s, err := r.known(ctx, cat, p.Server)
+		if err != nil {
+			return nil, err
+		}
+		docs := []any{}
+		if p.Tool == nil {
+			for i := range s.Tools {
+				docs = append(docs, s.doc(i, p.Detail))
+			}
+			return map[string]any{"docs": docs}, nil
+		}
+		i := s.findTool(*p.Tool, true)
+		if i < 0 {
+			return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, fmt.Sprintf("Tool '%s' not found for server %s", *p.Tool, p.Server))
+		}
+		return map[string]any{"docs": []any{s.doc(i, p.Detail)}}, nil
+	case protocol.MethodSearchToolDocs:
+		var p struct {
+			Query  string `json:"query"`
+			Limit  int    `json:"limit"`
+			Detail string `json:"detail"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(p.Query) == "" {
+			return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing 'query' value")
+		}
+		return r.search(ctx, cat, p.Query, max(1, min(20, p.Limit)), p.Detail)
+	case protocol.MethodSuggestTools:
+		var p struct {
+			Server string `json:"server"`
+			Name   string `json:"name"`
+		}
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		sugg := []string{}
+		if s := cat.Server(p.Server); s != nil {
+			sugg = append(sugg, cat.funcs.Suggest(p.Name, s.Aliases, 3)...)
+		}
+		return map[string]any{"suggestions": sugg}, nil
+	case protocol.MethodCallTool:
+		return r.callTool(ctx, cat, scope, params)
 	}
+	return nil, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", method)}
+}
+
+// known returns a discovered server with its tools known, starting it when
+// it has no catalog yet.
+func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*CatalogServer, error) {
+	s := cat.Server(name)
+	if s == nil {
+		return nil, unknownServer(name)
+	}
+	if s.Known {
+		return s, nil
+	}
+	tools, err := s.Client.Tools(ctx)
+	if err != nil {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	fresh := withTools(s, tools, cat.funcs)
+	return fresh, nil
+}
+
+// withTools is a copy of s with tools, for servers started by this request.
+func withTools(s *CatalogServer, tools []ToolInfo, funcs *CatalogFuncs) *CatalogServer {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return &CatalogServer{Spec: s.Spec, Client: s.Client, Tools: tools, Aliases: funcs.ToolAliases(names), Known: true}
+}
+
+// search ranks tools over every discovered server (SRC-2). Servers without a
+// known catalog are started in parallel, bounded; those that fail are
+// skipped with a warning.
+func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit int, detail string) (any, error) {
+	var unknown []*CatalogServer
+	for _, s := range cat.Servers {
+		if !s.Known {
+			unknown = append(unknown, s)
+		}
+	}
+	warnings := []string{}
+	if len(unknown) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
+		defer cancel()
+		results := make([][]ToolInfo, len(unknown))
+		errs := make([]error, len(unknown))
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, s := range unknown {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				results[i], errs[i] = s.Client.Tools(sctx)
+			}()
+		}
+		wg.Wait()
+		tools := map[string][]ToolInfo{}
+		for _, s := range cat.Servers {
+			if s.Known {
+				tools[s.Spec.Name] = s.Tools
+			}
+		}
+		for i, s := range unknown {
+			if errs[i] != nil {
+				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %v", s.Spec.Name, errs[i]))
+				continue
+			}
+			tools[s.Spec.Name] = results[i]
+		}
+		specs := make([]ServerSpec, len(cat.Servers))
+		clients := map[string]*Client{}
+		for i, s := range cat.Servers {
+			specs[i] = s.Spec
+			clients[s.Spec.Name] = s.Client
+		}
+		cat = buildCatalog(specs, clients, tools, cat.funcs)
+	}
+	results := []any{}
+	for _, i := range cat.search(query, limit) {
+		ref := cat.refs[i]
+		results = append(results, ref.server.doc(ref.tool, detail))
+	}
+	return map[string]any{"results": results, "warnings": warnings}, nil
+}
+
+// callTool forwards a tool call of the active run_python call: the server
+// must be in its allow-list (PXY-7), the tool must exist, and the arguments
+// must match the schema (PXY-6).
+func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Server    string          `json:"server"`
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decodeParams(protocol.MethodCallTool, params, &p); err != nil {
+		return nil, err
+	}
+	s := cat.Server(p.Server)
+	if !contains(scope.Servers, p.Server) || s == nil {
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable,
+			fmt.Sprintf("Server '%s' is not available; add it to the servers argument of run_python", p.Server))
+	}
+	if p.Tool == "" {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing tool name")
+	}
+	args := bytes.TrimSpace(p.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	if args[0] != '{' {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Arguments must be an object")
+	}
+	if !s.Known {
+		var err error
+		if s, err = r.known(ctx, cat, p.Server); err != nil {
+			return nil, err
+		}
+	}
+	i := s.findTool(p.Tool, false)
+	if i < 0 {
+		msg := fmt.Sprintf("Server '%s' has no tool '%s'.", p.Server, p.Tool)
+		names := make([]string, len(s.Tools))
+		for j, t := range s.Tools {
+			names[j] = t.Name
+		}
+		if sugg := cat.funcs.Suggest(p.Tool, names, 3); len(sugg) > 0 {
+			msg += " Did you mean: " + strings.Join(sugg, ", ") + "?"
+		}
+		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
+	}
+	if err := s.validate(cat.funcs, i, args); err != nil {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
+			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, cat.funcs.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
+	}
+	timeout := r.CallTimeout
+	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
+		timeout = max(left, time.Millisecond)
+	}
+	res, err := s.Client.Call(ctx, p.Tool, args, timeout)
+	if err != nil {
+		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
+		if strings.Contains(err.Error(), "timed out after") {
+			kind, code = protocol.KindTimeout, protocol.CodeTimeout
+		}
+		return nil, LinkError(code, kind, err.Error())
+	}
+	if n := len(res) + 64; r.MaxFrame > 0 && n > r.MaxFrame {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError,
+			fmt.Sprintf("Result of %s.%s is %d bytes, over the %d-byte frame limit", p.Server, p.Tool, len(res), r.MaxFrame))
+	}
+	return map[string]json.RawMessage{"result": res}, nil
 }
 
 func invalidParams(method string, err error) error {
@@ -146,95 +450,6 @@ func unknownServer(name string) error {
 	return LinkError(protocol.CodeNotFound, protocol.KindNotFound, "Unknown MCP server: "+name)
 }
 
-func (r *Router) answer(scope Scope, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case protocol.MethodDiscoveredServers:
-		var p struct {
-			Detailed bool `json:"detailed"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		out := make([]any, 0, len(r.catalog.Servers))
-		for _, s := range r.catalog.Servers {
-			if p.Detailed {
-				out = append(out, map[string]string{"name": s.Name, "description": s.Description})
-			} else {
-				out = append(out, s.Name)
-			}
-		}
-		return map[string]any{"servers": out}, nil
-	case protocol.MethodListServers:
-		if err := decodeParams(method, params, &struct{}{}); err != nil {
-			return nil, err
-		}
-		return map[string]any{"servers": append([]string{}, scope.Servers...)}, nil
-	case protocol.MethodDescribeServer, protocol.MethodListTools:
-		var p struct {
-			Name   *string `json:"name"`
-			Server *string `json:"server"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		name := deref(p.Name, p.Server)
-		s := r.catalog.find(name)
-		if s == nil {
-			return nil, unknownServer(name)
-		}
-		if method == protocol.MethodListTools {
-			return map[string]any{"tools": rawTools(s)}, nil
-		}
-		return map[string]any{"server": describe(s)}, nil
-	case protocol.MethodSearchToolDocs:
-		var p struct {
-			Query  string `json:"query"`
-			Limit  int    `json:"limit"`
-			Detail string `json:"detail"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		return map[string]any{"results": []any{}}, nil
-	case protocol.MethodQueryToolDocs:
-		var p struct {
-			Server string  `json:"server"`
-			Tool   *string `json:"tool"`
-			Detail string  `json:"detail"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		if r.catalog.find(p.Server) == nil {
-			return nil, unknownServer(p.Server)
-		}
-		return map[string]any{"docs": []any{}}, nil
-	case protocol.MethodSuggestTools:
-		var p struct {
-			Server string `json:"server"`
-			Name   string `json:"name"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		return map[string]any{"suggestions": []string{}}, nil
-	case protocol.MethodCallTool:
-		var p struct {
-			Server    string          `json:"server"`
-			Tool      string          `json:"tool"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		if !contains(scope.Servers, p.Server) || r.catalog.find(p.Server) == nil {
-			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf("Server '%s' is not available", p.Server))
-		}
-		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, fmt.Sprintf("Server '%s' has no client", p.Server))
-	}
-	return nil, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", method)}
-}
-
 func deref(a, b *string) string {
 	if a != nil {
 		return *a
@@ -254,25 +469,18 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func rawTools(s *CatalogServer) []map[string]any {
-	out := make([]map[string]any, 0, len(s.Tools))
-	for _, t := range s.Tools {
-		m := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": t.InputSchema}
-		if len(t.OutputSchema) > 0 {
-			m["outputSchema"] = t.OutputSchema
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 func describe(s *CatalogServer) map[string]any {
 	tools := make([]map[string]any, 0, len(s.Tools))
-	for _, t := range s.Tools {
-		tools = append(tools, map[string]any{"name": t.Name, "alias": t.Alias, "description": t.Description, "input_schema": t.InputSchema})
+	for i, t := range s.Tools {
+		tools = append(tools, map[string]any{"name": t.Name, "alias": s.Aliases[i], "description": t.Description, "input_schema": t.InputSchema})
+	}
+	cwd := s.Spec.Cwd
+	status := "configured"
+	if s.Known {
+		status = "available"
 	}
 	return map[string]any{
-		"name": s.Name, "alias": s.Alias, "description": s.Description, "transport": s.Transport,
-		"status": "configured", "cwd": s.Cwd, "tools": tools,
+		"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description, "transport": s.Spec.Type,
+		"status": status, "cwd": cwd, "tools": tools,
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,7 +58,7 @@ type sandbox struct {
 	cfg     *SandboxConfig
 	name    string // container name
 	session string
-	proc    *exec.Cmd
+	proc    *process
 	conn    *jsonrpc2.Conn
 	log     zerolog.Logger
 	stderr  *tailBuffer
@@ -68,9 +67,8 @@ type sandbox struct {
 	ready     chan struct{} // closed by the ready frame
 	info      protocol.ReadyParams
 
-	exited   chan struct{} // closed when the process has exited
-	exitCode int           // valid after exited is closed
 
+	exited    <-chan struct{} // closed when the process has exited
 	active    atomic.Pointer[activeCall]
 	killed    atomic.Bool // the bridge removed it on purpose
 	closeOnce sync.Once
@@ -128,14 +126,11 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		cfg: cfg, name: cmdSpec.Name, session: session,
 		log:    cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
 		stderr: newTailBuffer(50, 8<<10),
-		ready:  make(chan struct{}), exited: make(chan struct{}),
+		ready:  make(chan struct{}),
 		slots: make(chan struct{}, 32),
 	}
-	s.proc = exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
-	// The CLI dies with the bridge (CLN-2); its own process group lets the
-	// bridge kill it and anything it started.
-	s.proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	stdin, err := s.proc.StdinPipe()
+	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -151,12 +146,14 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		outW.Close()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	s.proc.Stdout, s.proc.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = outW, errW
 	s.readers = []io.Closer{outR, errR}
 	stream := protocol.NewLineStream(outR, stdin, multiCloser{stdin, outR}, cfg.MaxFrame, s.log)
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.spawned = time.Now()
-	err = s.spawn()
+	// The CLI dies with the bridge (CLN-2); its own process group lets the
+	// bridge kill it and anything it started.
+	s.proc, err = startProcess(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -164,6 +161,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		errR.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
+	s.exited = s.proc.exited
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -193,41 +191,6 @@ func (m multiCloser) Close() error {
 	return first
 }
 
-// spawn starts the process from an OS thread that stays locked until the
-// process exits: Pdeathsig fires when the creating thread dies, so the
-// thread must live exactly as long as the child.
-func (s *sandbox) spawn() error {
-	started := make(chan error, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if err := s.proc.Start(); err != nil {
-			started <- err
-			close(s.exited)
-			return
-		}
-		started <- nil
-		err := s.proc.Wait()
-		s.exitCode = exitCode(s.proc, err)
-		close(s.exited)
-	}()
-	return <-started
-}
-
-func exitCode(p *exec.Cmd, err error) int {
-	if p.ProcessState == nil {
-		return -1
-	}
-	if ws, ok := p.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	if err != nil && p.ProcessState.ExitCode() < 0 {
-		return -1
-	}
-	return p.ProcessState.ExitCode()
-}
-
 // waitReady waits for the ready frame, bounded by the start timeout.
 func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 	timer := time.NewTimer(s.cfg.StartTimeout)
@@ -241,7 +204,7 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 		return false, nil
 	case <-s.exited:
 		s.stderr.waitDrained(time.Second)
-		err, retry := s.cfg.Launcher.StartError(s.stderr.String(), s.exitCode)
+		err, retry := s.cfg.Launcher.StartError(s.stderr.String(), s.proc.code)
 		return retry, err
 	case <-timer.C:
 		return false, fmt.Errorf("Sandbox did not become ready within %ds (MCP_BRIDGE_START_TIMEOUT)", int(s.cfg.StartTimeout/time.Second))
@@ -274,35 +237,44 @@ func (s *sandbox) interrupt(call int64) {
 	_ = s.conn.Notify(ctx, protocol.MethodInterrupt, protocol.CallParams{Call: call})
 }
 
-// kill removes the container at once (hard timeout, shutdown).
+// kill stops the sandbox at once (hard timeout, failed start, shutdown). The
+// CLI's process group is killed first, so nothing can create the container
+// any more; then the container is removed by name (CLN-4). Removing first
+// would race with a container still being created.
 func (s *sandbox) kill() {
 	s.killed.Store(true)
+	s.signalGroup(syscall.SIGKILL)
+	s.waitExit(stopBound)
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.cfg.Launcher.Remove(ctx, s.name)
-	}()
-	if s.name == "" || !s.waitExit(stopBound) {
-		s.signalGroup(syscall.SIGKILL)
-	}
-	<-done
+	s.cfg.Launcher.Remove(ctx, s.name)
 }
 
-// close stops the sandbox politely (shutdown frame, stdin EOF) and removes
-// the container by name, then waits for every goroutine of the sandbox.
+// close stops the sandbox politely when it is up (shutdown frame, stdin
+// EOF), else kills it; the container is always removed by name. It then
+// waits for every goroutine of the sandbox.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
 		s.killed.Store(true)
-		if s.alive() {
+		polite := false
+		select {
+		case <-s.ready:
+			polite = s.alive()
+		default:
+		}
+		if polite {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			_ = s.conn.Notify(ctx, protocol.MethodShutdown, struct{}{})
 			cancel()
 			_ = s.conn.Close()
-			if !s.waitExit(500 * time.Millisecond) {
-				s.kill()
-			}
+			polite = s.waitExit(time.Second)
+		}
+		if polite {
+			ctx, cancel := context.WithTimeout(context.Background(), stopBound)
+			s.cfg.Launcher.Remove(ctx, s.name)
+			cancel()
+		} else {
+			s.kill()
 		}
 		if !s.waitExit(stopBound) {
 			s.signalGroup(syscall.SIGKILL)
@@ -331,11 +303,10 @@ func (s *sandbox) waitExit(d time.Duration) bool {
 	}
 }
 
-func (s *sandbox) signalGroup(sig syscall.Signal) {
-	if s.proc.Process != nil {
-		_ = syscall.Kill(-s.proc.Process.Pid, sig)
-	}
-}
+func (s *sandbox) signalGroup(sig syscall.Signal) { s.proc.signalGroup(sig) }
+
+// exitCode is the process's exit code; valid once exited is closed.
+func (s *sandbox) exitCode() int { return s.proc.code }
 
 // Handle implements jsonrpc2.Handler. Notifications are handled in order on
 // the reader goroutine; requests run concurrently, bounded by slots.

@@ -194,8 +194,8 @@ func (s *Session) stopSandbox(reason string) {
 
 // noteExit records the death of an idle sandbox (SES-5).
 func (s *Session) noteExit(sb *sandbox) {
-	s.loss = exitReason(sb.exitCode)
-	s.log.Warn().Int("exitCode", sb.exitCode).Msg("sandbox exited while idle")
+	s.loss = exitReason(sb.exitCode())
+	s.log.Warn().Int("exitCode", sb.exitCode()).Msg("sandbox exited while idle")
 	sb.close()
 	s.sb = nil
 }
@@ -214,7 +214,7 @@ func (s *Session) acquire(ctx context.Context, sb *sandbox) (*sandbox, error) {
 		if sb.alive() {
 			return sb, nil
 		}
-		s.loss = exitReason(sb.exitCode)
+		s.loss = exitReason(sb.exitCode())
 		sb.close()
 	}
 	for attempt := 0; attempt < 2; attempt++ {
@@ -354,7 +354,7 @@ wait:
 		sb.kill()
 	}
 	<-sb.exited
-	code := sb.exitCode
+	code := sb.exitCode()
 	sb.close()
 	res.StateLost = true
 	switch {

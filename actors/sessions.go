@@ -129,7 +129,7 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case reply := <-m.spares:
 			sb := m.spare
 			m.spare = nil
-			if sb != nil && !sb.alive() && sb.exitCode == 0 {
+			if sb != nil && !sb.alive() && sb.exitCode() == 0 {
 				sb = nil // ended normally (idle); let the session start its own
 			}
 			reply <- sb

@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/render"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
@@ -29,15 +33,41 @@ type Engine struct {
 	router     *actors.Router
 	sessions   *actors.Sessions
 	sessSup    *suture.Supervisor
+	servers    *actors.Servers
+	serversSup *suture.Supervisor
+	discovery  *actors.Discovery
 	dispatcher *actors.Dispatcher
+	store      *catalogStore
 	events     chan string
+	getenv     func(string) string
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
-func New(env Env, version string, log zerolog.Logger) *Engine {
-	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256)}
+// getenv is the bridge's environment, from which children get only the
+// variables ENV-1 allows.
+func New(env Env, version string, log zerolog.Logger, getenv func(string) string) *Engine {
+	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256), getenv: getenv}
 	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
-	e.router = actors.NewRouter()
+	funcs := catalogFuncs()
+	e.router = actors.NewRouter(funcs)
+	e.router.MaxFrame = env.MaxFrameBytes
+	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
+	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
+	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
+	deps := &actors.ClientDeps{
+		StartTimeout: time.Duration(env.StartTimeout) * time.Second,
+		CallTimeout:  time.Duration(env.CallTimeout) * time.Second,
+		Store:        e.store,
+		Log:          log,
+	}
+	e.serversSup = suture.New("servers", e.spec())
+	e.servers = actors.NewServers(e.serversSup, deps, funcs, e.router, func(string) suture.Spec { return e.spec() })
+	e.serversSup.Add(e.servers)
+	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
+		Stamp: func() string { return config.Stamp(e.configOptions()) },
+		Load:  e.loadConfig,
+		Log:   log,
+	}, e.servers)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
 		Router:   e.router,
@@ -65,13 +95,42 @@ func New(env Env, version string, log zerolog.Logger) *Engine {
 	return e
 }
 
-// resolve maps servers argument names to the servers granted to a call.
-// The catalog is empty until server discovery lands.
+// resolve confirms the configuration is current (RLD-1), then maps the
+// servers argument to the servers granted to the call.
 func (e *Engine) resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
-	for _, n := range names {
-		return nil, errors.New("Unknown MCP server: " + n)
+	if err := e.discovery.Check(ctx); err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return e.router.Resolve(ctx, names)
+}
+
+func (e *Engine) configOptions() config.Options {
+	self, _ := os.Executable()
+	if p, err := filepath.EvalSymlinks(self); err == nil {
+		self = p
+	}
+	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
+		SelfExe: self, LookPath: exec.LookPath}
+}
+
+// loadConfig reads every config source, logs what was skipped and why, and
+// returns the servers in config order.
+func (e *Engine) loadConfig() []actors.ServerSpec {
+	set := config.Load(e.configOptions())
+	for _, p := range set.Problems {
+		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
+	}
+	for _, w := range set.Warnings {
+		e.Log.Info().Msg(w)
+	}
+	specs := specsFrom(set, e.getenv)
+	live := map[string]bool{}
+	for _, s := range specs {
+		live[s.Hash] = true
+	}
+	e.store.Prune(live)
+	e.Log.Info().Int("servers", len(specs)).Int("skipped", len(set.Problems)).Strs("files", set.Files).Msg("configuration loaded")
+	return specs
 }
 
 // spec is the suture spec of every supervisor: events go to a bounded queue
@@ -112,7 +171,9 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	if front != nil {
 		root.Add(front)
 	}
+	root.Add(e.discovery)
 	root.Add(e.router)
+	root.Add(e.serversSup)
 	root.Add(e.sessSup)
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) { e.Launcher.Sweep(ctx) }})
@@ -144,7 +205,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	go e.logEvents(ctx, &wg)
 	defer wg.Wait()
 	e.Log.Info().Str("version", e.Version).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).
-		Str("configDir", e.Env.ConfigDir).Int("servers", 0).Msg("bridge starting")
+		Str("configDir", e.Env.ConfigDir).Msg("bridge starting")
 	err := e.root(front).Serve(ctx)
 	if errors.Is(err, suture.ErrTerminateSupervisorTree) {
 		return ErrFrontFailed

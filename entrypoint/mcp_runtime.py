@@ -352,11 +352,15 @@ class _ServerProxy:
         self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
 
     def __getattr__(self, attr):
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        fn = self._fns.get(attr)
+        # Only called when normal lookup fails. Tool aliases may start with
+        # "_" (a tool named "9lives" is "_9lives"), so look them up first;
+        # other underscore names fail at once, without an RPC.
+        fns = self.__dict__.get("_fns")
+        fn = fns.get(attr) if fns is not None else None
         if fn is not None:
             return fn
+        if attr.startswith("_"):
+            raise AttributeError(attr)
         try:
             suggestions = _call("suggest_tools", {"server": self._name, "name": attr})["suggestions"]
         except MCPError:

@@ -35,7 +35,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		out = mcpOut
 	}
 	log := m.logger(env.LogLevel)
-	e := engine.New(env, Version(), log)
+	e := engine.New(env, Version(), log, m.Getenv)
 	if err := e.Serve(ctx, m.Stdin, out); err != nil {
 		log.Error().Err(err).Msg("bridge stopped")
 		return 1

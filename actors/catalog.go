@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/bridge-mcp/bridge/protocol"
+)
+
+// CatalogFuncs are the pure helpers the engine injects: actors cannot import
+// the engine's packages (imports flow engine → actors).
+type CatalogFuncs struct {
+	ServerAliases func(names []string) []string
+	ToolAliases   func(names []string) []string
+	// Index builds a search over docs and returns a function ranking them
+	// for a query: positions in docs, best first.
+	Index   func(docs []SearchDoc) func(query string, limit int) []int
+	Suggest func(name string, candidates []string, n int) []string
+	// Validator compiles a tool's input schema; a nil function with a nil
+	// error means the schema does not compile and is skipped (PXY-6).
+	Validator func(schema json.RawMessage) func(args json.RawMessage) error
+	// Signature renders a tool's Python-style signature for error messages.
+	Signature func(alias string, schema json.RawMessage) string
+}
+
+// SearchDoc is one searchable tool.
+type SearchDoc struct {
+	Server, ServerAlias, Tool, ToolAlias, Description string
+}
+
+// Catalog is an immutable snapshot of every discovered server, replaced
+// whole on every change (SUP-1).
+type Catalog struct {
+	Servers []*CatalogServer
+	byName  map[string]*CatalogServer
+	docs    []SearchDoc
+	refs    []toolRef // parallel to docs
+	search  func(query string, limit int) []int
+	funcs   *CatalogFuncs
+}
+
+type toolRef struct {
+	server *CatalogServer
+	tool   int
+}
+
+// CatalogServer is one discovered server as the router knows it.
+type CatalogServer struct {
+	Spec   ServerSpec
+	Client *Client
+	// Tools are nil when unknown: the server never started and has no disk
+	// catalog yet.
+	Tools   []ToolInfo
+	Aliases []string // parallel to Tools
+	Known   bool
+
+	validators sync.Map // tool name → func(json.RawMessage) error (compiled lazily)
+}
+
+// buildCatalog computes aliases and the search index for servers in config
+// order. tools holds each server's latest known tool list.
+func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[string][]ToolInfo, funcs *CatalogFuncs) *Catalog {
+	c := &Catalog{byName: map[string]*CatalogServer{}, funcs: funcs}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	aliases := funcs.ServerAliases(names)
+	for i, spec := range specs {
+		spec.Alias = aliases[i]
+		cs := &CatalogServer{Spec: spec, Client: clients[spec.Name]}
+		if ts, ok := tools[spec.Name]; ok {
+			cs.Tools, cs.Known = ts, true
+			tn := make([]string, len(ts))
+			for j, t := range ts {
+				tn[j] = t.Name
+			}
+			cs.Aliases = funcs.ToolAliases(tn)
+			for j, t := range ts {
+				c.docs = append(c.docs, SearchDoc{Server: spec.Name, ServerAlias: spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[j], Description: t.Description})
+				c.refs = append(c.refs, toolRef{cs, j})
+			}
+		}
+		c.Servers = append(c.Servers, cs)
+		c.byName[spec.Name] = cs
+	}
+	c.search = funcs.Index(c.docs)
+	return c
+}
+
+// Server returns the server named name, nil when unknown.
+func (c *Catalog) Server(name string) *CatalogServer {
+	if c == nil {
+		return nil
+	}
+	return c.byName[name]
+}
+
+// Names returns the server names in config order.
+func (c *Catalog) Names() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = s.Spec.Name
+	}
+	return out
+}
+
+// findTool returns the index of the tool named or aliased name (exact name
+// first, then case-insensitive name or alias), -1 when absent.
+func (cs *CatalogServer) findTool(name string, loose bool) int {
+	for i, t := range cs.Tools {
+		if t.Name == name {
+			return i
+		}
+	}
+	if !loose {
+		return -1
+	}
+	for i, t := range cs.Tools {
+		if strings.EqualFold(t.Name, name) || strings.EqualFold(cs.Aliases[i], name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// protocolServer is the server as an exec frame carries it.
+func (cs *CatalogServer) protocolServer() protocol.Server {
+	ps := protocol.Server{Name: cs.Spec.Name, Alias: cs.Spec.Alias, Tools: make([]protocol.Tool, len(cs.Tools))}
+	for i, t := range cs.Tools {
+		ps.Tools[i] = protocol.Tool{Name: t.Name, Alias: cs.Aliases[i], Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+	}
+	return ps
+}
+
+// validate checks args against the tool's input schema; the compiled
+// validator is cached per tool.
+func (cs *CatalogServer) validate(funcs *CatalogFuncs, tool int, args json.RawMessage) error {
+	name := cs.Tools[tool].Name
+	v, ok := cs.validators.Load(name)
+	if !ok {
+		v, _ = cs.validators.LoadOrStore(name, funcs.Validator(cs.Tools[tool].InputSchema))
+	}
+	if fn, _ := v.(func(json.RawMessage) error); fn != nil {
+		return fn(args)
+	}
+	return nil
+}
+
+// toolDoc is a doc dict (§9.2) in its documented key order.
+type toolDoc struct {
+	Server       string          `json:"server"`
+	ServerAlias  string          `json:"serverAlias"`
+	Tool         string          `json:"tool"`
+	ToolAlias    string          `json:"toolAlias"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// doc renders a tool's doc dict at detail: name, summary (any other value)
+// or full.
+func (cs *CatalogServer) doc(tool int, detail string) toolDoc {
+	t := cs.Tools[tool]
+	d := toolDoc{Server: cs.Spec.Name, ServerAlias: cs.Spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[tool]}
+	if detail == "name" {
+		return d
+	}
+	d.Description = t.Description
+	if detail == "full" {
+		d.InputSchema, d.OutputSchema, d.Annotations = t.InputSchema, t.OutputSchema, t.Annotations
+	}
+	return d
+}

@@ -1,0 +1,201 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/thejerf/suture/v4"
+)
+
+// Servers is the manager of the servers supervisor: one child supervisor
+// per configured server, each running that server's client actor (SUP-2).
+// It applies configuration diffs by config hash (RLD-3) and rebuilds the
+// catalog whenever the configuration or a tool list changes.
+type Servers struct {
+	sup    *suture.Supervisor
+	deps   *ClientDeps
+	funcs  *CatalogFuncs
+	router *Router
+	spec   func(name string) suture.Spec
+	log    zerolog.Logger
+
+	applies chan applyReq
+	ping    chan struct{} // 1-buffered: new tool lists are waiting in mailbox
+
+	mu      sync.Mutex // guards mailbox
+	mailbox map[string]toolsUpdate
+
+	// Owned by the Serve goroutine.
+	specs   []ServerSpec
+	live    map[string]*liveServer
+	tools   map[string][]ToolInfo
+	pending map[string][]ToolInfo // tool updates applied at the next rebuild
+}
+
+type toolsUpdate struct {
+	hash  string
+	tools []ToolInfo
+}
+
+type liveServer struct {
+	spec   ServerSpec
+	client *Client
+	token  suture.ServiceToken
+}
+
+type applyReq struct {
+	specs []ServerSpec
+	reply chan Diff
+}
+
+// Diff is what one reload changed.
+type Diff struct {
+	Added, Removed, Changed []string
+}
+
+// Empty reports whether nothing changed.
+func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) == 0 }
+
+// NewServers returns the manager; sup is the servers supervisor, which also
+// hosts the manager itself. spec builds each server's own supervisor spec.
+func NewServers(sup *suture.Supervisor, deps *ClientDeps, funcs *CatalogFuncs, router *Router, spec func(string) suture.Spec) *Servers {
+	m := &Servers{
+		sup: sup, deps: deps, funcs: funcs, router: router, spec: spec,
+		log:     deps.Log.With().Str("actor", "servers").Logger(),
+		applies: make(chan applyReq),
+		ping:    make(chan struct{}, 1),
+		mailbox: map[string]toolsUpdate{},
+		live:    map[string]*liveServer{},
+		tools:   map[string][]ToolInfo{},
+	}
+	deps.OnTools = m.onTools
+	return m
+}
+
+func (m *Servers) String() string { return "servers" }
+
+// onTools is the clients' callback: it never blocks (PXY-5).
+func (m *Servers) onTools(name, hash string, tools []ToolInfo) {
+	m.mu.Lock()
+	m.mailbox[name] = toolsUpdate{hash, tools}
+	m.mu.Unlock()
+	select {
+	case m.ping <- struct{}{}:
+	default:
+	}
+}
+
+// Apply replaces the desired configuration and returns the diff. Only the
+// discovery actor calls it, one reload at a time.
+func (m *Servers) Apply(ctx context.Context, specs []ServerSpec) (Diff, error) {
+	reply := make(chan Diff, 1)
+	select {
+	case m.applies <- applyReq{specs, reply}:
+	case <-ctx.Done():
+		return Diff{}, ctx.Err()
+	}
+	select {
+	case d := <-reply:
+		return d, nil
+	case <-ctx.Done():
+		return Diff{}, ctx.Err()
+	}
+}
+
+// Serve runs the manager until ctx ends.
+func (m *Servers) Serve(ctx context.Context) error {
+	m.publish()
+	for {
+		select {
+		case a := <-m.applies:
+			d := m.apply(a.specs)
+			m.publish()
+			a.reply <- d
+		case <-m.ping:
+			m.mu.Lock()
+			box := m.mailbox
+			m.mailbox = map[string]toolsUpdate{}
+			m.mu.Unlock()
+			changed := false
+			for name, u := range box {
+				if ls, ok := m.live[name]; ok && ls.spec.Hash == u.hash {
+					m.tools[name] = u.tools
+					changed = true
+				}
+			}
+			if changed {
+				m.publish()
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// apply diffs desired against running servers by config hash: unchanged
+// ones keep their process, changed ones restart, removed ones stop, added
+// ones start on first use.
+func (m *Servers) apply(specs []ServerSpec) Diff {
+	var d Diff
+	want := map[string]ServerSpec{}
+	for _, s := range specs {
+		want[s.Name] = s
+	}
+	for name, ls := range m.live {
+		s, ok := want[name]
+		switch {
+		case !ok:
+			d.Removed = append(d.Removed, name)
+			m.stop(ls, fmt.Sprintf("Server '%s' was removed from the configuration", name))
+			delete(m.live, name)
+			delete(m.tools, name)
+		case s.Hash != ls.spec.Hash:
+			d.Changed = append(d.Changed, name)
+			m.stop(ls, fmt.Sprintf("Server '%s' was reloaded during the call; retry the call", name))
+			delete(m.live, name)
+			delete(m.tools, name)
+		}
+	}
+	for _, s := range specs {
+		if ls, ok := m.live[s.Name]; ok {
+			ls.spec.Description, ls.spec.Alias = s.Description, s.Alias
+			continue
+		}
+		if !contains(d.Changed, s.Name) {
+			d.Added = append(d.Added, s.Name)
+		}
+		c := NewClient(s, m.deps)
+		sup := suture.New("server:"+s.Name, m.spec("server:"+s.Name))
+		sup.Add(c)
+		m.live[s.Name] = &liveServer{spec: s, client: c, token: m.sup.Add(sup)}
+		if tools, ok := m.deps.Store.Load(s.Hash); ok {
+			m.tools[s.Name] = tools
+		}
+	}
+	m.specs = specs
+	if !d.Empty() {
+		m.log.Info().Strs("added", d.Added).Strs("removed", d.Removed).Strs("changed", d.Changed).Msg("servers reloaded")
+	}
+	return d
+}
+
+// stop ends a server; why is what its in-flight calls report (RLD-3).
+func (m *Servers) stop(ls *liveServer, why string) {
+	ls.client.removed.Store(why)
+	if err := m.sup.RemoveAndWait(ls.token, 10*time.Second); err != nil {
+		m.log.Warn().Err(err).Str("server", ls.spec.Name).Msg("stopping server")
+	}
+}
+
+// publish builds a new catalog and hands it to the router.
+func (m *Servers) publish() {
+	clients := map[string]*Client{}
+	for name, ls := range m.live {
+		clients[name] = ls.client
+	}
+	m.router.SetCatalog(buildCatalog(m.specs, clients, m.tools, m.funcs))
+}
+

@@ -1,0 +1,311 @@
+// Package config loads the upstream MCP servers the bridge proxies (spec
+// §10): every *.json directly inside the config dir, sorted by file name,
+// then the file named by MCP_SERVERS_CONFIG. A malformed file or entry is
+// skipped with a Problem and everything else loads (CFG-1). The package also
+// fingerprints the sources for reload checks (RLD-1), builds a stdio child's
+// environment (ENV-1) and computes server and tool aliases (§9.3).
+//
+// Load and Stamp only read the file system, so they are safe for concurrent
+// use. The package imports only the standard library, so any layer may use
+// it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Server types. Every loaded Entry has one of them.
+const (
+	TypeStdio = "stdio"
+	TypeHTTP  = "http"
+	TypeSSE   = "sse"
+)
+
+// maxFileSize bounds one config file; a bigger one is skipped with a Problem.
+const maxFileSize = 16 << 20
+
+// Entry is one normalized server entry (CFG-4). Fields that do not apply to
+// its Type are empty: a stdio entry has no URL or Headers, and an http or sse
+// entry has no Command, Args, Env or Cwd. Empty lists and maps are nil.
+type Entry struct {
+	Name        string
+	File        string // the config file it came from
+	Type        string // TypeStdio, TypeHTTP or TypeSSE
+	Command     string // non-empty for stdio
+	Args        []string
+	Env         map[string]string
+	Cwd         string
+	URL         string // an http or https URL, non-empty for http and sse
+	Headers     map[string]string
+	Description string // the entry's when non-empty, else the file-level description, else ""
+	// Hash is the hex SHA-256 of the normalized entry: type, command, args,
+	// env, cwd, url and headers, but not name, file or description. It does
+	// not depend on map order, so it keys the disk catalog and the reload diff.
+	Hash string
+}
+
+// Problem is a skipped file or entry, for warnings and `bridge doctor`.
+// Entry is "" for a file, and for an entry whose name is empty.
+type Problem struct {
+	File   string
+	Entry  string
+	Reason string
+}
+
+// String formats p for a log line: "file: reason" or
+// "file: server "name": reason". The self-server guard's reason is already a
+// full sentence that names both, so it is returned as is.
+func (p Problem) String() string {
+	switch {
+	case strings.HasPrefix(p.Reason, "Skipping self-referential server"):
+		return p.Reason
+	case p.Entry == "" && p.File == "":
+		return p.Reason
+	case p.Entry == "":
+		return p.File + ": " + p.Reason
+	}
+	return fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason)
+}
+
+// Set is the result of one Load.
+type Set struct {
+	// Entries are the loaded servers in source order: files sorted by name,
+	// then MCP_SERVERS_CONFIG; within a file, the order of its "mcpServers"
+	// keys. Names are unique and non-empty.
+	Entries []Entry
+	// Problems are the skipped files and entries (CFG-1, §10.3).
+	Problems []Problem
+	// Warnings are non-fatal notes: duplicates, disabled entries, a missing
+	// cwd, ignored fields, a file without "mcpServers".
+	Warnings []string
+	// Files are the config files considered, in source order, including
+	// those skipped with a Problem.
+	Files []string
+}
+
+// Options says where the configuration lives and how the self-server guard
+// behaves. The zero value loads nothing.
+type Options struct {
+	Dir       string // MCP_BRIDGE_CONFIG_DIR; "" means no dir
+	Extra     string // MCP_SERVERS_CONFIG, "" when unset
+	AllowSelf bool   // MCP_BRIDGE_ALLOW_SELF_SERVER: turns off the §10.3 guard
+	// SelfExe is the absolute path of the running bridge executable
+	// (os.Executable, symlinks resolved); "" turns off guard rules (b) and (c).
+	SelfExe string
+	// LookPath resolves a command through PATH; nil means exec.LookPath.
+	LookPath func(string) (string, error)
+}
+
+// Load reads every config source once and returns what it found. It never
+// fails as a whole: a missing Dir gives an empty Set, and each unusable file
+// or entry becomes a Problem.
+func Load(o Options) Set {
+	l := newLoader(o)
+	for _, name := range l.listDir() {
+		l.loadFile(filepath.Join(o.Dir, name))
+	}
+	if o.Extra != "" {
+		l.loadExtra(o.Extra)
+	}
+	return l.set
+}
+
+// loader accumulates one Load's Set.
+type loader struct {
+	o        Options
+	self     string      // o.SelfExe with symlinks resolved; "" when unknown
+	selfInfo os.FileInfo // stat of self, nil when unknown
+	set      Set
+	owner    map[string]string // name of each loaded entry -> its file
+	read     []os.FileInfo     // files already read, to spot Extra among them
+}
+
+func newLoader(o Options) *loader {
+	if o.LookPath == nil {
+		o.LookPath = exec.LookPath
+	}
+	l := &loader{o: o, owner: map[string]string{}}
+	if o.SelfExe != "" && !o.AllowSelf {
+		l.self = filepath.Clean(o.SelfExe)
+		if p, err := filepath.EvalSymlinks(l.self); err == nil {
+			l.self = p
+		}
+		l.selfInfo, _ = os.Stat(l.self)
+	}
+	return l
+}
+
+func (l *loader) problem(file, entry, reason string) {
+	l.set.Problems = append(l.set.Problems, Problem{File: file, Entry: entry, Reason: reason})
+}
+
+func (l *loader) warn(format string, args ...any) {
+	l.set.Warnings = append(l.set.Warnings, fmt.Sprintf(format, args...))
+}
+
+// listDir returns the names of the *.json entries directly inside the config
+// dir, sorted in byte order. A missing dir yields none.
+func (l *loader) listDir() []string {
+	if l.o.Dir == "" {
+		return nil
+	}
+	des, err := os.ReadDir(l.o.Dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			l.problem(l.o.Dir, "", "cannot list the config dir: "+errText(err))
+		}
+		return nil
+	}
+	var names []string
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".json") {
+			names = append(names, de.Name())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// loadExtra loads the MCP_SERVERS_CONFIG file, unless it is TOML or one of
+// the dir's files, which were already read.
+func (l *loader) loadExtra(path string) {
+	if strings.EqualFold(filepath.Ext(path), ".toml") {
+		l.set.Files = append(l.set.Files, path)
+		l.problem(path, "", "TOML config files are not supported yet")
+		return
+	}
+	if fi, err := os.Stat(path); err == nil {
+		for _, r := range l.read {
+			if os.SameFile(fi, r) {
+				l.warn("MCP_SERVERS_CONFIG names %s, which the config dir already provides; read once", path)
+				return
+			}
+		}
+	}
+	l.loadFile(path)
+}
+
+// loadFile reads one config file and loads its entries. Only regular files
+// are read, and the open never blocks (a FIFO is refused, not waited on).
+func (l *loader) loadFile(path string) {
+	l.set.Files = append(l.set.Files, path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		l.problem(path, "", "cannot read the file: "+errText(err))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		l.problem(path, "", "cannot read the file: "+errText(err))
+		return
+	}
+	if !fi.Mode().IsRegular() {
+		l.problem(path, "", "not a regular file")
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		l.problem(path, "", "cannot read the file: "+errText(err))
+		return
+	}
+	if len(data) > maxFileSize {
+		l.problem(path, "", fmt.Sprintf("the file is larger than %d MiB", maxFileSize>>20))
+		return
+	}
+	l.read = append(l.read, fi)
+	l.loadBytes(path, data)
+}
+
+// loadBytes loads the entries of one file's contents, named path.
+func (l *loader) loadBytes(path string, data []byte) {
+	v, err := decodeJSON(data)
+	if err != nil {
+		l.problem(path, "", err.Error())
+		return
+	}
+	top, ok := v.(*object)
+	if !ok {
+		l.problem(path, "", fmt.Sprintf(`the top level must be an object with "mcpServers", not %s`, kind(v)))
+		return
+	}
+	fileDesc := ""
+	if d, ok := top.get("description"); ok && d != nil {
+		if s, ok := d.(string); ok {
+			fileDesc = s
+		} else {
+			l.warn(`%s: the file-level "description" must be a string, not %s; ignored`, path, kind(d))
+		}
+	}
+	raw, ok := top.get("mcpServers")
+	if !ok || raw == nil {
+		l.warn(`%s: no "mcpServers" object; nothing to load`, path)
+		return
+	}
+	servers, ok := raw.(*object)
+	if !ok {
+		l.problem(path, "", fmt.Sprintf(`"mcpServers" must be an object of servers, not %s`, kind(raw)))
+		return
+	}
+	for i, name := range servers.keys {
+		l.loadEntry(path, name, servers.vals[i], fileDesc)
+	}
+}
+
+// loadEntry parses, guards and deduplicates one entry. Only an entry that
+// loads claims its name: a skipped one leaves it to a later file.
+func (l *loader) loadEntry(file, name string, raw any, fileDesc string) {
+	e, disabled, ignored, err := parseEntry(name, raw, fileDesc)
+	if err != nil {
+		l.problem(file, name, err.Error())
+		return
+	}
+	if disabled {
+		l.warn("%s: server %q is disabled; skipped", file, name)
+		return
+	}
+	e.File = file
+	if l.isSelf(e) {
+		l.problem(file, name, fmt.Sprintf("Skipping self-referential server '%s' in %s", name, file))
+		return
+	}
+	if first, dup := l.owner[name]; dup {
+		l.warn("%s: server %q duplicates the one in %s, which wins (first in source order)", file, name, first)
+		return
+	}
+	if len(ignored) > 0 {
+		l.warn("%s: server %q: %s ignored for type %q", file, name, strings.Join(ignored, ", "), e.Type)
+	}
+	if e.Cwd != "" {
+		if fi, err := os.Stat(e.Cwd); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				l.warn("%s: server %q: cwd %s does not exist; starting it will fail", file, name, e.Cwd)
+			} else {
+				l.warn("%s: server %q: cwd %s cannot be checked: %s", file, name, e.Cwd, errText(err))
+			}
+		} else if !fi.IsDir() {
+			l.warn("%s: server %q: cwd %s is not a directory; starting it will fail", file, name, e.Cwd)
+		}
+	}
+	e.Hash = hashEntry(e)
+	l.owner[name] = file
+	l.set.Entries = append(l.set.Entries, e)
+}
+
+// errText is err's innermost message, without the path a *PathError repeats.
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
