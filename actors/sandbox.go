@@ -67,7 +67,6 @@ type sandbox struct {
 	ready     chan struct{} // closed by the ready frame
 	info      protocol.ReadyParams
 
-
 	exited    <-chan struct{} // closed when the process has exited
 	active    atomic.Pointer[activeCall]
 	killed    atomic.Bool // the bridge removed it on purpose
@@ -127,7 +126,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		log:    cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
 		stderr: newTailBuffer(50, 8<<10),
 		ready:  make(chan struct{}),
-		slots: make(chan struct{}, 32),
+		slots:  make(chan struct{}, 32),
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
 	stdin, err := cmd.StdinPipe()

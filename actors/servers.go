@@ -198,4 +198,3 @@ func (m *Servers) publish() {
 	}
 	m.router.SetCatalog(buildCatalog(m.specs, clients, m.tools, m.funcs))
 }
-
