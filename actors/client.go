@@ -194,6 +194,12 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	if why, ok := c.removed.Load().(string); ok {
 		return nil, errors.New(why)
 	}
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) && cctx.Err() == nil {
+		// A transport error: the child may be dying; its exit is reaped a
+		// moment later, and the error should name it.
+		waitClosed(r.conn.done, 500*time.Millisecond)
+	}
 	select {
 	case <-r.conn.done:
 		return nil, fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, r.conn.exitDesc(), r.conn.stderrTail())
@@ -405,7 +411,8 @@ type serverConn struct {
 	doneOnce  sync.Once
 	closing   chan struct{} // closed by close
 	closeOnce sync.Once
-	lost      atomic.Value // string: why an http/sse connection ended
+	lost      atomic.Value       // string: why an http/sse connection ended
+	cancel    context.CancelFunc // ends an http/sse stream; nil for stdio
 	wg        sync.WaitGroup
 }
 
@@ -465,10 +472,20 @@ func (s *serverConn) request(ctx context.Context, method string, params any) (js
 		return nil, err
 	}
 	if resp.Error != nil {
-		return nil, fmt.Errorf("%s: %s (code %d)", method, resp.Error.Message, resp.Error.Code)
+		return nil, &rpcError{method: method, msg: resp.Error.Message, code: resp.Error.Code}
 	}
 	return resp.Result, nil
 }
+
+// rpcError is a JSON-RPC error reply from a server (as opposed to a
+// transport failure).
+type rpcError struct {
+	method string
+	msg    string
+	code   int
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s: %s (code %d)", e.method, e.msg, e.code) }
 
 // listTools fetches every page of tools/list as raw tool objects.
 func (s *serverConn) listTools(ctx context.Context) ([]ToolInfo, error) {
@@ -548,6 +565,9 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return nil, nil, fmt.Errorf("Server '%s' failed to start: %v; last stderr: (none)", c.spec.Name, err)
 	}
 	fail := func(err error) (*serverConn, []ToolInfo, error) {
+		// A child that died makes the request fail a moment before its
+		// exit is reaped: wait briefly so the error names the exit status.
+		waitClosed(conn.done, 500*time.Millisecond)
 		select {
 		case <-conn.done:
 			if conn.proc != nil {
@@ -672,7 +692,10 @@ func (c *Client) dialHTTP(ctx context.Context, conn *serverConn) error {
 	}
 	conn.tr = conn.mc.GetTransport()
 	conn.mc.OnConnectionLost(func(err error) { conn.markDone("connection lost: " + err.Error()) })
-	return conn.mc.Start(ctx)
+	// The stream lives as long as the connection, not the start timeout.
+	lifetime, cancel := context.WithCancel(context.Background())
+	conn.cancel = cancel
+	return conn.mc.Start(lifetime)
 }
 
 // close stops the server (PXY-4): close stdin, SIGTERM the process group
@@ -684,6 +707,9 @@ func (s *serverConn) close() {
 		if s.proc == nil {
 			if s.mc != nil {
 				_ = s.mc.Close()
+			}
+			if s.cancel != nil {
+				s.cancel()
 			}
 			s.markDone("closed")
 			return

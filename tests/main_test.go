@@ -14,8 +14,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// bridgeBin is the binary under test, built once by TestMain.
-var bridgeBin string
+// bridgeBin is the binary under test, built once by TestMain; fakeBin and
+// fakeHTTPBin are the fake MCP servers.
+var bridgeBin, fakeBin, fakeHTTPBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bridge-e2e-")
@@ -24,11 +25,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bridgeBin = filepath.Join(dir, "bridge")
-	build := exec.Command("go", "build", "-race", "-o", bridgeBin, "../cmd/bridge")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build bridge:", err)
-		os.Exit(1)
+	fakeBin = filepath.Join(dir, "fakeserver")
+	fakeHTTPBin = filepath.Join(dir, "fakehttp")
+	for _, b := range [][]string{
+		{"-race", "-o", bridgeBin, "../cmd/bridge"},
+		{"-o", fakeBin, "./fakeserver"},
+		{"-o", fakeHTTPBin, "./fakehttp"},
+	} {
+		build := exec.Command("go", append([]string{"build"}, b...)...)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build:", b, err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	if code == 0 {
