@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/tiktoken-go/tokenizer"
 )
 
 // TestBootstrapSize checks CTR-3: the -c snippet stays under 1 KiB.
@@ -41,6 +43,25 @@ func TestModulesCompile(t *testing.T) {
 		cmd.Stdin = strings.NewReader(src)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("%s does not compile: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestManualBudget checks MAN-1: the manual costs at most 450 o200k tokens
+// and covers what it must.
+func TestManualBudget(t *testing.T) {
+	enc, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := enc.Count(Manual)
+	if n > 450 {
+		t.Errorf("manual is %d o200k tokens, budget 450", n)
+	}
+	for _, want := range []string{"persist", "reset()", "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "search_tool_docs", "MCPError",
+		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers."} {
+		if !strings.Contains(Manual, want) {
+			t.Errorf("manual does not mention %q", want)
 		}
 	}
 }

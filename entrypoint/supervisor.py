@@ -1,7 +1,8 @@
 """Supervisor: the first process under the container's init.
 
-It owns the container's stdin and stdout (stdout carries frames only) and
-relays frames to and from the worker, which runs user code. The worker is
+It owns the container's stdin and relays host frames to the worker, which
+runs user code and writes its frames to the container's stdout through a
+private descriptor (stdout carries frames only). The worker is
 forked before any thread starts, so it skips a second interpreter start. On
 stdin EOF or a shutdown frame the supervisor closes the worker's input,
 waits 2 s, kills the worker and exits; on an interrupt frame for the active
@@ -21,16 +22,16 @@ GRACE = 2.0
 
 def main(boot, src, argv):
     to_w_r, to_w_w = os.pipe()
-    from_w_r, from_w_w = os.pipe()
+    # The worker writes its frames straight to the container's stdout through
+    # a private copy; only the host→worker direction is relayed, so the
+    # supervisor can act on interrupt and shutdown frames.
+    frames_out = os.dup(1)
     pid = os.fork()
     if pid == 0:
         os.close(to_w_w)
-        os.close(from_w_r)
-        _run_worker(boot, to_w_r, from_w_w)
+        _run_worker(boot, to_w_r, frames_out)
     os.close(to_w_r)
-    os.close(from_w_w)
-
-    out = os.fdopen(os.dup(1), "wb")
+    os.close(frames_out)
     # Stray prints must never reach the frame channel.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -38,15 +39,6 @@ def main(boot, src, argv):
     state = {"call": None, "stopping": False}
     lock = threading.Lock()
     exited = threading.Event()  # set by the main thread, the only one that reaps the worker
-
-    def relay_out():
-        with os.fdopen(from_w_r, "rb") as f:
-            for line in iter(f.readline, b""):
-                try:
-                    out.write(line)
-                    out.flush()
-                except OSError:
-                    return
 
     def stop():
         with lock:
@@ -81,7 +73,6 @@ def main(boot, src, argv):
                 break
         stop()
 
-    threading.Thread(target=relay_out, daemon=True).start()
     threading.Thread(target=relay_in, daemon=True).start()
     while True:
         try:

@@ -22,6 +22,7 @@ import time
 import traceback
 import types
 
+_SIGINT = {signal.SIGINT}
 BOOT = None
 LINK = None
 CAPTURE = None
@@ -33,11 +34,9 @@ class Link:
 
     def __init__(self, rfd, wfd, max_frame, max_in_flight):
         self._r = rfd
-        self._w = os.fdopen(wfd, "wb")
-        # Frames are written by one thread, never the main one, so a
-        # KeyboardInterrupt raised in user code cannot cut a frame in half.
-        self._outq = queue.SimpleQueue()
-        threading.Thread(target=self._write_loop, name="link-writer", daemon=True).start()
+        self._wfd = wfd
+        self._wlock = threading.Lock()
+        self._main = threading.main_thread()
         self._ids = itertools.count(1)
         self._pending = {}
         self._plock = threading.Lock()
@@ -52,17 +51,27 @@ class Link:
             raise _mcp_error(
                 "Frame of %d bytes exceeds the %d-byte limit (MCP_BRIDGE_MAX_FRAME_BYTES)" % (len(data), self.max_frame),
                 kind="invalid_arguments")
-        self._outq.put(data + b"\n")
-
-    def _write_loop(self):
-        while True:
-            data = self._outq.get()
+        data += b"\n"
+        # SIGINT is blocked in the main thread while it writes, so a
+        # KeyboardInterrupt can never cut a frame in half; a pending SIGINT
+        # is delivered right after. Other threads never see KeyboardInterrupt.
+        main = threading.current_thread() is self._main
+        with self._wlock:
+            if main:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
             try:
-                self._w.write(data)
-                if self._outq.empty():
-                    self._w.flush()
+                view = memoryview(data)
+                while view:
+                    try:
+                        n = os.write(self._wfd, view)
+                    except InterruptedError:
+                        continue
+                    view = view[n:]
             except OSError:
                 os._exit(0)
+            finally:
+                if main:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
 
     def notify(self, method, params):
         self._send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -366,3 +366,82 @@ func TestLargeCatalog(t *testing.T) {
 		t.Errorf("large catalog: %s", got)
 	}
 }
+
+// TestDoctor checks `bridge doctor`: one line per check, servers started
+// for real, a FAIL line and exit 1 for a broken server.
+func TestDoctor(t *testing.T) {
+	requirePodman(t)
+	env := withServers(t, map[string]any{"good": fake(), "broken": map[string]any{"command": "/nonexistent/server"}}, nil)
+	out, errOut, code := runCLI(t, env, "", "doctor")
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	wants := []string{"OK   runtime: ", "OK   image: ", "OK   state dir: ", "OK   server good: stdio, started and initialized in ",
+		"FAIL server broken: Server 'broken' failed to start: "}
+	if testRuntime() == "local" {
+		wants = []string{"FAIL runtime: MCP_BRIDGE_RUNTIME=local", "OK   server good: "}
+	}
+	for _, want := range wants {
+		if !strings.Contains(out, "\n"+want) && !strings.HasPrefix(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runCLI(t, env, "", "doctor", "--json", "--server", "good")
+	var checks []map[string]string
+	if err := json.Unmarshal([]byte(out), &checks); err != nil || strings.Contains(out, "broken") {
+		t.Errorf("doctor --json --server good: %v\n%s", err, out)
+	}
+	if testRuntime() == "podman" && code != 0 {
+		t.Errorf("doctor --server good: exit %d", code)
+	}
+}
+
+// TestCallTimeout checks TMO-4's bound on each proxied call.
+func TestCallTimeout(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, withServers(t, map[string]any{"slow": fake()}, map[string]string{"MCP_BRIDGE_CALL_TIMEOUT": "1"}))
+	start := time.Now()
+	r := b.call(map[string]any{"code": "await mcp_slow.sleep(30)", "servers": []string{"slow"}, "timeout": 20})
+	if got := text(t, r); !strings.Contains(got, "MCPError: Tool call slow.sleep timed out after 1s (MCP_BRIDGE_CALL_TIMEOUT)") {
+		t.Errorf("call timeout: %s", got)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %v", el)
+	}
+	if got := b.mustOK("await mcp_slow.add(1, 1)", "slow"); got != "{'sum': 2}" {
+		t.Errorf("after the timeout: %s", got)
+	}
+}
+
+// TestManualRuns checks MAN-2: every code line of the manual runs in a fresh
+// session with a fake server, and the description's proxy pattern works.
+func TestManualRuns(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, withServers(t, map[string]any{"fs": fake("--name", "filesystem")}, nil))
+	manual := b.mustOK("print(runtime.capability_summary())")
+	var lines []string
+	in := false
+	for _, line := range strings.Split(manual, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```python"):
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in && strings.TrimSpace(line) != "":
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) < 3 {
+		t.Fatalf("the manual has %d code lines:\n%s", len(lines), manual)
+	}
+	for i, line := range lines {
+		r := b.call(map[string]any{"code": line, "servers": []string{"fs"}, "session": "manual" + string(rune('a'+i))})
+		if r.IsError {
+			t.Errorf("manual line %q failed: %s", line, text(t, r))
+		}
+	}
+	// The description's pattern: await mcp_{server}.{tool}(...).
+	if got := b.mustOK("await mcp_fs.echo('pattern')", "fs"); got != "'pattern'" {
+		t.Errorf("mcp_{server}.{tool}: %s", got)
+	}
+}

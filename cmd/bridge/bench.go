@@ -13,6 +13,22 @@ import (
 	"github.com/bridge-mcp/bridge/engine/bench"
 )
 
+// benchServerCmd is the hidden MCP server `bridge bench` proxies: an echo
+// tool plus a synthetic catalog of --tools tools.
+func (m *Main) benchServerCmd(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	n := fs.Int("tools", 0, "synthetic tools")
+	if err := fs.Parse(args); err != nil {
+		return m.usage("bench-server: %v", err)
+	}
+	if err := bench.ServeEchoServer(ctx, m.Stdin, m.Stdout, *n); err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench-server: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
 // benchCmd measures this binary against baselines in the same run and
 // writes bench.json and bench.md.
 func (m *Main) benchCmd(ctx context.Context, args []string) int {

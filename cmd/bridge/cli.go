@@ -55,7 +55,7 @@ type Main struct {
 	Getenv func(string) string
 }
 
-const commandList = "run, exec, image, bench, version"
+const commandList = "run, exec, doctor, image, bench, version"
 
 // Run dispatches to a subcommand; plain `bridge` means `bridge run`.
 func (m *Main) Run(ctx context.Context, args []string) int {
@@ -72,6 +72,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.imageCmd(ctx, args)
 	case "bench":
 		return m.benchCmd(ctx, args)
+	case "doctor":
+		return m.doctorCmd(ctx, args)
+	case "bench-server": // hidden: the MCP server bridge bench proxies
+		return m.benchServerCmd(ctx, args)
 	case "version", "--version":
 		fmt.Fprintf(m.Stdout, "bridge %s (%s, %s)\n", Version(), commitID(), runtime.Version())
 		return 0

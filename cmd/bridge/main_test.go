@@ -22,7 +22,7 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"version"}, nil, 0, "bridge " + Version() + " (", ""},
 		{[]string{"--version"}, nil, 0, "bridge " + Version() + " (", ""},
-		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope"; commands: run, exec, image, bench, version`},
+		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope"; commands: run, exec, doctor, image, bench, version`},
 		{[]string{"image"}, nil, 2, "", "bridge: image: want `bridge image build"},
 		{[]string{"image", "build", "--method", "x"}, nil, 2, "", `bridge: image build: invalid --method "x"`},
 		{[]string{"run", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra"`},

@@ -135,6 +135,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		cold = append(cold, d)
 	}
+	pf, err := proxyFigures(ctx, o, string(entry))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { r.Figures = append(r.Figures, pf...) }()
 	r.Figures = append(r.Figures, Figure{Name: "cold session: new bridge process to first result (bridge exec)",
 		Value: ms(pct(cold, 50)), Unit: "ms", Baseline: "fresh container per call (reference)", BaseVal: ms(base),
 		Ratio: ratio(base, pct(cold, 50)), Samples: len(cold), Target: "<= 300 ms"})

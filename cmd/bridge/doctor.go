@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine"
+)
+
+// doctorCmd prints one `OK|WARN|FAIL <check>: <detail>` line per check and
+// exits 1 when any check failed.
+func (m *Main) doctorCmd(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print the checks as JSON")
+	server := fs.String("server", "", "check only this server")
+	if err := fs.Parse(args); err != nil {
+		return m.usage("doctor: %v", err)
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv)
+	checks := e.Doctor(ctx, *server)
+	failed := false
+	for _, c := range checks {
+		failed = failed || c.Status == "FAIL"
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(checks, "", "  ")
+		fmt.Fprintln(m.Stdout, string(b))
+	} else {
+		for _, c := range checks {
+			fmt.Fprintf(m.Stdout, "%-4s %s: %s\n", c.Status, c.Name, c.Detail)
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,182 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/config"
+)
+
+// Check is one line of `bridge doctor`.
+type Check struct {
+	Status string `json:"status"` // OK, WARN or FAIL
+	Name   string `json:"check"`
+	Detail string `json:"detail"`
+}
+
+// Doctor runs every check: the runtime with a timed throwaway container,
+// rootless limits, the image, the state dir, each config file and each
+// server (started for real, which also fills the catalog cache). only, when
+// set, limits the server checks to one server.
+func (e *Engine) Doctor(ctx context.Context, only string) []Check {
+	var out []Check
+	add := func(status, name, format string, a ...any) {
+		out = append(out, Check{status, name, fmt.Sprintf(format, a...)})
+	}
+	e.doctorRuntime(ctx, add)
+	if err := os.MkdirAll(filepath.Join(e.Env.StateDir, ".bridge"), 0o700); err != nil {
+		add("FAIL", "state dir", "%s is not writable: %v (MCP_BRIDGE_STATE_DIR)", e.Env.StateDir, err)
+	} else if f, err := os.CreateTemp(filepath.Join(e.Env.StateDir, ".bridge"), ".doctor-*"); err != nil {
+		add("FAIL", "state dir", "%s is not writable: %v (MCP_BRIDGE_STATE_DIR)", e.Env.StateDir, err)
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+		add("OK", "state dir", "%s is writable", filepath.Join(e.Env.StateDir, ".bridge"))
+	}
+
+	set := config.Load(e.configOptions())
+	perFile := map[string]int{}
+	for _, en := range set.Entries {
+		perFile[en.File]++
+	}
+	problems := map[string][]string{}
+	for _, p := range set.Problems {
+		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
+	}
+	if len(set.Files) == 0 {
+		add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR) and no MCP_SERVERS_CONFIG", e.Env.ConfigDir)
+	}
+	for _, f := range set.Files {
+		if len(problems[f]) > 0 {
+			add("WARN", "config "+f, "%d servers; skipped: %s", perFile[f], strings.Join(problems[f], "; "))
+		} else {
+			add("OK", "config "+f, "%d servers", perFile[f])
+		}
+	}
+	for _, w := range set.Warnings {
+		add("WARN", "config", "%s", w)
+	}
+
+	specs := specsFrom(set, e.getenv)
+	found := only == ""
+	var mu sync.Mutex
+	results := make([]Check, len(specs))
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		if only != "" && spec.Name != only {
+			continue
+		}
+		found = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := e.doctorServer(ctx, spec)
+			mu.Lock()
+			results[i] = c
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, c := range results {
+		if c.Name != "" {
+			out = append(out, c)
+		}
+	}
+	if !found {
+		add("FAIL", "server "+only, "not found in the configuration")
+	}
+	return out
+}
+
+func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, string, ...any)) {
+	if e.Launcher.Local() {
+		add("FAIL", "runtime", "MCP_BRIDGE_RUNTIME=local runs code on the host with no isolation (tests only)")
+		return
+	}
+	cli, err := e.Launcher.CLI()
+	if err != nil {
+		add("FAIL", "runtime", "%v", err)
+		return
+	}
+	ver, _ := exec.CommandContext(ctx, cli, "--version").Output()
+	oci := e.Env.OCIRuntime
+	if oci == "" {
+		oci = "default"
+	}
+	add("OK", "runtime", "%s (%s), OCI runtime %s", strings.TrimSpace(string(ver)), cli, oci)
+	if strings.Contains(filepath.Base(cli), "podman") {
+		info, err := exec.CommandContext(ctx, cli, append(e.Launcher.GlobalArgs(), "info", "--format", "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}")...).Output()
+		fields := strings.Fields(string(info))
+		switch {
+		case err != nil || len(fields) != 2:
+			add("WARN", "limits", "could not read podman info: %v", err)
+		case fields[0] == "true" && fields[1] == "v1":
+			add("WARN", "limits", "rootless podman on cgroup v1 does not enforce --memory, --pids-limit or --cpus")
+		default:
+			add("OK", "limits", "rootless=%s, cgroup %s: memory and pids limits are enforced", fields[0], fields[1])
+		}
+	}
+	args := append(append([]string{}, e.Launcher.GlobalArgs()...), e.Launcher.VerifyArgs(e.Env.Image)...)
+	args = append(args, "python3", "-c", "import sys, numpy, pandas, sklearn, matplotlib; print('%d.%d.%d' % sys.version_info[:3])")
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	outb, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		msg, _ := e.Launcher.StartError(string(outb), -1)
+		add("FAIL", "image", "%s: %v", e.Env.Image, msg)
+		return
+	}
+	py := strings.TrimSpace(string(outb))
+	if !pythonAtLeast311(py) {
+		add("FAIL", "image", "Sandbox image '%s' has Python %s; 3.11+ is required", e.Env.Image, py)
+		return
+	}
+	add("OK", "image", "%s: Python %s with numpy, pandas, sklearn, matplotlib; throwaway container with all flags in %v", e.Env.Image, py, took)
+}
+
+func pythonAtLeast311(v string) bool {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return false
+	}
+	return a > 3 || (a == 3 && b >= 11)
+}
+
+// doctorServer starts one server through a real client actor and reports
+// its start time and tool count.
+func (e *Engine) doctorServer(ctx context.Context, spec actors.ServerSpec) Check {
+	name := "server " + spec.Name
+	deps := &actors.ClientDeps{
+		StartTimeout: time.Duration(e.Env.StartTimeout) * time.Second,
+		CallTimeout:  time.Duration(e.Env.CallTimeout) * time.Second,
+		Store:        e.store,
+		OnTools:      func(string, string, []actors.ToolInfo) {},
+		Log:          e.Log,
+	}
+	c := actors.NewClient(spec, deps)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Serve(cctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	start := time.Now()
+	tools, err := c.Tools(cctx)
+	if err != nil {
+		return Check{"FAIL", name, err.Error()}
+	}
+	return Check{"OK", name, fmt.Sprintf("%s, started and initialized in %v, %d tools", spec.Type, time.Since(start).Round(time.Millisecond), len(tools))}
+}
