@@ -65,10 +65,20 @@ type CatalogStore interface {
 	Save(hash, version string, tools []ToolInfo)
 }
 
+// ChildRegistry records stdio children on disk, so a bridge started after
+// this one was SIGKILLed can remove the process groups it left (LIF).
+type ChildRegistry interface {
+	Add(pid int)
+	Remove(pid int)
+}
+
 // ClientDeps is what every client actor shares.
 type ClientDeps struct {
 	StartTimeout time.Duration
 	CallTimeout  time.Duration
+	// IdleTimeout stops a server with no call for this long; <= 0 never.
+	IdleTimeout time.Duration
+	Children    ChildRegistry // nil: children are not recorded
 	Store        CatalogStore
 	// OnTools reports a server's fresh tool list to the servers manager; it
 	// must not block.
@@ -98,6 +108,7 @@ type Client struct {
 	lastErr   error
 	tools     []ToolInfo
 	eager     bool // restart without waiting for a use (after a crash)
+	lastUse   time.Time
 	wg        sync.WaitGroup
 }
 
@@ -187,8 +198,11 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	r.conn.inflight.Add(1)
 	res, err := r.conn.request(cctx, "tools/call", map[string]any{"name": tool, "arguments": args})
+	r.conn.inflight.Add(-1)
 	if err == nil {
+		r.conn.served.Store(true)
 		return res, nil
 	}
 	if why, ok := c.removed.Load().(string); ok {
@@ -235,9 +249,25 @@ func (c *Client) Serve(ctx context.Context) error {
 	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
 		c.tools = tools
 	}
+	var idleC <-chan time.Time
+	if c.deps.IdleTimeout > 0 {
+		t := time.NewTicker(max(c.deps.IdleTimeout/4, 50*time.Millisecond))
+		defer t.Stop()
+		idleC = t.C
+	}
 	for {
 		select {
+		case <-idleC:
+			// A server in the middle of a call is never stopped.
+			if c.conn != nil && c.conn.inflight.Load() == 0 && time.Since(c.lastUse) > c.deps.IdleTimeout {
+				c.log.Info().Dur("idle", time.Since(c.lastUse).Round(time.Second)).Msg("server idle; stopping it")
+				conn := c.conn
+				c.conn = nil
+				c.eager = false
+				conn.close()
+			}
 		case w := <-c.uses:
+			c.lastUse = time.Now()
 			if c.conn != nil {
 				w <- useReply{conn: c.conn, tools: c.tools}
 				continue
@@ -283,7 +313,9 @@ func (c *Client) Serve(ctx context.Context) error {
 				up := time.Since(ev.conn.started)
 				c.conn = nil
 				ev.conn.close()
-				if up >= uptimeReset {
+				// A server that stayed up a minute, or answered a call, was
+				// healthy: its crash starts the backoff over.
+				if up >= uptimeReset || ev.conn.served.Load() {
 					c.failures = 0
 				}
 				c.noteFailure(fmt.Errorf("exited (%s)", ev.conn.exitDesc()))
@@ -406,6 +438,11 @@ type serverConn struct {
 	version string
 	started time.Time
 	ids     atomic.Int64
+	// inflight counts calls in progress; served is set by the first
+	// successful call.
+	inflight atomic.Int64
+	served   atomic.Bool
+	children ChildRegistry
 
 	done      chan struct{} // closed when the process exits or the connection is lost
 	doneOnce  sync.Once
@@ -662,6 +699,10 @@ func (c *Client) spawn(conn *serverConn) error {
 	}
 	conn.stdin = stdin
 	conn.readers = []io.Closer{outR, errR}
+	if c.deps.Children != nil {
+		conn.children = c.deps.Children
+		conn.children.Add(cmd.Process.Pid)
+	}
 	conn.stderr = newTailBuffer(50, 8<<10)
 	conn.wg.Add(2)
 	go func() {
@@ -721,6 +762,12 @@ func (s *serverConn) close() {
 				s.proc.signalGroup(syscall.SIGKILL)
 				<-s.proc.exited
 			}
+		}
+		// A wrapper (npx-style) may have exited while its child lives on
+		// in the group holding our pipes: nothing of the group outlives it.
+		s.proc.signalGroup(syscall.SIGKILL)
+		if s.children != nil {
+			s.children.Remove(s.proc.cmd.Process.Pid)
 		}
 		s.stderr.waitDrained(time.Second)
 		_ = s.tr.Close()

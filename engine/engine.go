@@ -38,14 +38,15 @@ type Engine struct {
 	discovery  *actors.Discovery
 	dispatcher *actors.Dispatcher
 	store      *catalogStore
+	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
 // getenv is the bridge's environment, from which children get only the
-// variables ENV-1 allows.
-func New(env Env, version string, log zerolog.Logger, getenv func(string) string) *Engine {
+// variables ENV-1 allows. watch turns on config watching (bridge run --watch).
+func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
 	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256), getenv: getenv}
 	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
 	funcs := catalogFuncs()
@@ -54,9 +55,12 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
+	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	deps := &actors.ClientDeps{
 		StartTimeout: time.Duration(env.StartTimeout) * time.Second,
 		CallTimeout:  time.Duration(env.CallTimeout) * time.Second,
+		IdleTimeout:  time.Duration(max(env.ServerIdle, 0)) * time.Second,
+		Children:     e.children,
 		Store:        e.store,
 		Log:          log,
 	}
@@ -66,6 +70,9 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
 		Stamp: func() string { return config.Stamp(e.configOptions()) },
 		Load:  e.loadConfig,
+		Watch: watch,
+		Dir:   env.ConfigDir,
+		Extra: env.ServersConfig,
 		Log:   log,
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
@@ -176,7 +183,10 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.serversSup)
 	root.Add(e.sessSup)
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
-		Sweep: func(ctx context.Context) { e.Launcher.Sweep(ctx) }})
+		Sweep: func(ctx context.Context) {
+			e.children.Sweep()
+			e.Launcher.Sweep(ctx)
+		}})
 	return root
 }
 

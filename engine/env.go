@@ -27,6 +27,7 @@ type Env struct {
 	CPUs            string // "" when unset
 	ContainerUser   string
 	IdleTimeout     int // seconds; <= 0 disables the session idle end
+	ServerIdle      int // seconds; <= 0 keeps idle servers running
 	AllowSelfServer bool
 	StateDir        string
 	OutputMode      string // compact, toon or json
@@ -50,7 +51,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OUTPUT_MODE", "MCP_BRIDGE_LOG_LEVEL", "MCP_SERVERS_CONFIG", "MCP_BRIDGE_CONFIG_DIR",
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
-	"MCP_BRIDGE_UNSAFE_LOCAL",
+	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 }
 
 var (
@@ -147,6 +148,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		r.fail("MCP_BRIDGE_CONTAINER_USER", "user[:group] without a leading '-'")
 	}
 	e.IdleTimeout = r.intRange("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, math.MinInt32, math.MaxInt32)
+	e.ServerIdle = r.intRange("MCP_BRIDGE_SERVER_IDLE_TIMEOUT", 600, math.MinInt32, math.MaxInt32)
 	e.AllowSelfServer = r.boolean("MCP_BRIDGE_ALLOW_SELF_SERVER")
 
 	defDir := filepath.Join(home, "MCPs")

@@ -92,9 +92,15 @@ type bridge struct {
 // startBridge starts `bridge run` with extra env and completes the handshake.
 func startBridge(t *testing.T, extra map[string]string) *bridge {
 	t.Helper()
+	return startBridgeWith(t, extra, []string{"run"})
+}
+
+// startBridgeWith starts the bridge with args and completes the handshake.
+func startBridgeWith(t *testing.T, extra map[string]string, args []string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
-	tr := transport.NewStdioWithOptions(bridgeBin, nil, []string{"run"},
+	tr := transport.NewStdioWithOptions(bridgeBin, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env

@@ -13,16 +13,18 @@ import (
 	"github.com/bridge-mcp/bridge/engine/bench"
 )
 
-// benchServerCmd is the hidden MCP server `bridge bench` proxies: an echo
-// tool plus a synthetic catalog of --tools tools.
+// benchServerCmd is the hidden MCP server `bridge bench` proxies: echo and
+// sleep tools plus a synthetic catalog of --tools tools (--catalog-only
+// leaves out echo and sleep).
 func (m *Main) benchServerCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	n := fs.Int("tools", 0, "synthetic tools")
+	catalogOnly := fs.Bool("catalog-only", false, "serve only the synthetic tools")
 	if err := fs.Parse(args); err != nil {
 		return m.usage("bench-server: %v", err)
 	}
-	if err := bench.ServeEchoServer(ctx, m.Stdin, m.Stdout, *n); err != nil {
+	if err := bench.ServeEchoServer(ctx, m.Stdin, m.Stdout, *n, *catalogOnly); err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: bench-server: %v\n", err)
 		return 1
 	}
@@ -30,19 +32,36 @@ func (m *Main) benchServerCmd(ctx context.Context, args []string) int {
 }
 
 // benchCmd measures this binary against baselines in the same run and
-// writes bench.json and bench.md.
+// writes bench.json and bench.md. The real npm servers (token figures) are
+// looked up under --npm-dir, default $BRIDGE_TEST_NPM_DIR or
+// ~/.cache/bridge-npm; without them those figures are reported as not
+// measured.
 func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "small sample counts (CI)")
 	samples := fs.Int("samples", 200, "warm samples")
 	out := fs.String("out", "bench-out", "directory for bench.json and bench.md")
+	npmDir := fs.String("npm-dir", "", "directory whose node_modules/.bin holds the real MCP test servers")
 	if err := fs.Parse(args); err != nil {
 		return m.usage("bench: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return m.usage("bench: unexpected argument %q", fs.Arg(0))
 	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
+	}
+	if *npmDir == "" {
+		*npmDir = m.Getenv("BRIDGE_TEST_NPM_DIR")
+	}
+	if *npmDir == "" {
+		home := m.Getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		*npmDir = filepath.Join(home, ".cache", "bridge-npm")
 	}
 	if *quick {
 		*samples = 20
@@ -60,8 +79,9 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
 	baseline = append(baseline, "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
-		Bridge: self, Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"), Samples: *samples,
-		BaselineArgv: baseline, Log: m.Stderr,
+		Bridge: self, Version: Version(), Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"),
+		Samples: *samples, Quick: *quick, BaselineArgv: baseline, RuntimeCLI: cli,
+		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: %v\n", err)
@@ -71,7 +91,11 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
 		return 1
 	}
-	js, _ := json.MarshalIndent(rep, "", "  ")
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
+		return 1
+	}
 	md := rep.Markdown()
 	if err := os.WriteFile(filepath.Join(*out, "bench.json"), append(js, '\n'), 0o644); err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)

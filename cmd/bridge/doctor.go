@@ -26,7 +26,7 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 	if !ok {
 		return 2
 	}
-	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv)
+	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv, false)
 	checks := e.Doctor(ctx, *server)
 	failed := false
 	for _, c := range checks {

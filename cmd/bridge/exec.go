@@ -61,7 +61,7 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		raw["timeout"] = *timeout
 	}
 	rawJSON, _ := json.Marshal(raw)
-	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv)
+	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
 	a, msg := e.Validate(rawJSON)
 	var res actors.Result
 	emit := func(r actors.Result) {

@@ -15,6 +15,7 @@ import (
 func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
 	if err := fs.Parse(args); err != nil {
 		return m.usage("run: %v", err)
 	}
@@ -35,7 +36,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		out = mcpOut
 	}
 	log := m.logger(env.LogLevel)
-	e := engine.New(env, Version(), log, m.Getenv)
+	e := engine.New(env, Version(), log, m.Getenv, *watch)
 	if err := e.Serve(ctx, m.Stdin, out); err != nil {
 		log.Error().Err(err).Msg("bridge stopped")
 		return 1

@@ -4,139 +4,94 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/bridge-mcp/bridge/engine/search"
 )
 
-// proxyFigures measures a bridge that proxies the bench server with n
-// synthetic tools: the tool entry's tokens against the classic alternative,
-// proxy overhead against a direct client, search, and concurrency.
-func proxyFigures(ctx context.Context, o Options, entry0 string) ([]Figure, error) {
+// proxyFigures measures a bridge that proxies the bench server with 1,000
+// synthetic tools: proxy overhead against a direct client of the same
+// server, search over the catalog, and three concurrent 1 s tool calls.
+func proxyFigures(ctx context.Context, o Options, r *Report) error {
 	const n = 1000
-	dir, err := os.MkdirTemp("", "bridge-bench-")
+	p, cleanup, err := startBridgeWith(ctx, o, map[string]any{"bench": benchServer(o, n, false)})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer os.RemoveAll(dir)
-	cfg := map[string]any{"mcpServers": map[string]any{"bench": map[string]any{
-		"command": o.Bridge, "args": []string{"bench-server", "--tools", fmt.Sprint(n)}}}}
-	data, _ := json.Marshal(cfg)
-	if err := os.WriteFile(filepath.Join(dir, "bench.json"), data, 0o600); err != nil {
-		return nil, err
-	}
-	env := append(append([]string{}, o.Env...), "MCP_BRIDGE_CONFIG_DIR="+dir, "MCP_BRIDGE_STATE_DIR="+dir, "MCP_BRIDGE_ALLOW_SELF_SERVER=1")
-	c, stop, err := startClient(ctx, o.Bridge, env)
+	defer cleanup()
+	direct, err := startMCP(ctx, append([]string{o.Bridge}, benchServerArgs(n, false)...), o.Env)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer stop()
-	var figs []Figure
-	codec, err := tokenizer.Get(tokenizer.O200kBase)
-	if err != nil {
-		return nil, err
-	}
-
-	// Tokens: the entry must not change with the proxied catalog (G5).
-	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return nil, err
-	}
-	entryN, _ := json.Marshal(tools.Tools[0])
-	t0, _ := codec.Count(entry0)
-	tn, _ := codec.Count(string(entryN))
-	if string(entryN) != entry0 {
-		return nil, fmt.Errorf("bench: the tool entry changed with %d proxied tools", n)
-	}
-	direct, dstop, err := startDirect(ctx, o.Bridge, n)
-	if err != nil {
-		return nil, err
-	}
-	defer dstop()
-	classic := map[int]int{}
-	all, err := direct.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range []int{10, 100, 1000} {
-		raw, _ := json.Marshal(all.Tools[:min(k, len(all.Tools))])
-		classic[k], _ = codec.Count(string(raw))
-	}
-	figs = append(figs,
-		Figure{Name: "tool entry tokens with 0 proxied tools (o200k)", Value: float64(t0), Unit: "tokens", Samples: 1, Target: "identical at 0 and 1,000"},
-		Figure{Name: fmt.Sprintf("tool entry tokens with %d proxied tools (o200k)", n), Value: float64(tn), Unit: "tokens",
-			Baseline: "classic: every tool schema in context", BaseVal: float64(classic[1000]), Ratio: float64(tn) / float64(classic[1000]), Samples: 1, Target: "identical at 0 and 1,000"},
-		Figure{Name: "classic tools/list tokens, 10 / 100 tools (o200k)", Value: float64(classic[10]), Unit: "tokens",
-			Baseline: "100 tools", BaseVal: float64(classic[100]), Ratio: float64(classic[10]) / float64(classic[100]), Samples: 1},
-	)
-
-	// Proxy overhead: N sequential echo calls timed inside the sandbox
-	// against the same calls from a direct MCP client.
+	defer direct.close()
 	samples := max(50, o.Samples)
-	code := fmt.Sprintf(`import time, json
-d = []
-for i in range(%d):
-    t = time.perf_counter()
-    await mcp_bench.echo("x")
-    d.append(time.perf_counter() - t)
-print(json.dumps(d))`, samples+5)
-	res, err := callServers(ctx, c, code, "bench")
+
+	// Proxy overhead: sequential echo calls timed inside the sandbox
+	// against the same calls from a direct MCP client; the first 5 of
+	// each are warm-up.
+	res, err := p.runWith(ctx, timedLoop(samples+5, `await mcp_bench.echo("x")`), "bench")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	proxied, err := secondsList(res)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	proxied = proxied[5:]
 	var directD []time.Duration
-	for i := 0; i < samples+5; i++ {
+	for i := range samples + 5 {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = "echo"
 		req.Params.Arguments = map[string]any{"text": "x"}
 		start := time.Now()
-		if _, err := direct.CallTool(ctx, req); err != nil {
-			return nil, err
+		if _, err := direct.c.CallTool(ctx, req); err != nil {
+			return fmt.Errorf("bench: direct echo: %w", err)
 		}
 		if i >= 5 {
 			directD = append(directD, time.Since(start))
 		}
 	}
-	figs = append(figs, Figure{Name: "proxied echo from the sandbox, p50", Value: ms(pct(proxied, 50)), Unit: "ms",
-		Baseline: "direct MCP client call to the same server", BaseVal: ms(pct(directD, 50)),
-		Ratio: float64(pct(proxied, 50)) / float64(pct(directD, 50)), Samples: len(proxied), Target: "ratio <= 1.5"})
+	px, dx := ms(pct(proxied, 50)), ms(pct(directD, 50))
+	r.add(Figure{ID: "proxy.echo.p50", Name: "proxied echo from the sandbox, p50", Value: px, Unit: "ms",
+		Baseline: "direct MCP client call to the same server, p50", BaseVal: dx, Samples: len(proxied),
+		Target: "<= 1.5x baseline"}, px <= 1.5*dx)
+
+	// The sandbox->host round trip alone: a docs lookup the host answers
+	// from its catalog, with no server call; it shows how much of the
+	// proxied echo is the link.
+	res, err = p.runWith(ctx, timedLoop(samples+5, `await runtime.query_tool_docs("bench", "echo", detail="name")`))
+	if err != nil {
+		return err
+	}
+	link, err := secondsList(res)
+	if err != nil {
+		return err
+	}
+	link = link[5:]
+	r.add(Figure{ID: "proxy.link.p50", Name: "sandbox->host RPC without a server call (query_tool_docs), p50", Value: ms(pct(link, 50)),
+		Unit: "ms", Baseline: "proxied echo from the sandbox, p50", BaseVal: px, Samples: len(link)}, true)
 
 	// Search over the 1,000-tool catalog, from the sandbox and in-process,
 	// against a substring scan of the same catalog (the reference's way).
-	code = fmt.Sprintf(`import time, json
-qs = ["read file", "list records", "send message", "delete user", "rdfile", "create issue"]
-await runtime.search_tool_docs("warm up")
-d = []
-for i in range(%d):
-    t = time.perf_counter()
-    await runtime.search_tool_docs(qs[i %% len(qs)], limit=5)
-    d.append(time.perf_counter() - t)
-print(json.dumps(d))`, samples)
-	if res, err = callServers(ctx, c, code); err != nil {
-		return nil, err
+	queries := []string{"read file", "list records", "send message", "delete user", "rdfile", "create issue"}
+	qs, _ := json.Marshal(queries)
+	code := fmt.Sprintf("qs = %s\nawait runtime.search_tool_docs(\"warm up\")\n", qs) +
+		timedLoop(samples, "await runtime.search_tool_docs(qs[i % len(qs)], limit=5)")
+	if res, err = p.runWith(ctx, code); err != nil {
+		return err
 	}
 	sandboxSearch, err := secondsList(res)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	docs := search.Synthetic(n)
 	ix := search.NewIndex(docs)
-	queries := []string{"read file", "list records", "send message", "delete user", "rdfile", "create issue"}
 	var inproc, scan []time.Duration
-	for i := 0; i < samples; i++ {
+	for i := range samples {
 		q := queries[i%len(queries)]
 		start := time.Now()
 		ix.Search(q, 5)
@@ -145,59 +100,41 @@ print(json.dumps(d))`, samples)
 		substringScan(docs, q)
 		scan = append(scan, time.Since(start))
 	}
-	figs = append(figs,
-		Figure{Name: "search_tool_docs over 1,000 tools from the sandbox, p50", Value: ms(pct(sandboxSearch, 50)), Unit: "ms",
-			Baseline: "in-process substring scan (reference ranking)", BaseVal: ms(pct(scan, 50)),
-			Ratio: float64(pct(sandboxSearch, 50)) / float64(max(pct(scan, 50), time.Microsecond)), Samples: len(sandboxSearch), Target: "<= 5 ms"},
-		Figure{Name: "BM25+fuzzy search over 1,000 tools in-process, p50", Value: ms(pct(inproc, 50)), Unit: "ms",
-			Baseline: "in-process substring scan", BaseVal: ms(pct(scan, 50)),
-			Ratio: float64(pct(inproc, 50)) / float64(max(pct(scan, 50), time.Microsecond)), Samples: len(inproc)},
-	)
+	ss, sc := ms(pct(sandboxSearch, 50)), ms(max(pct(scan, 50), time.Microsecond))
+	r.add(Figure{ID: "search.sandbox.p50", Name: "search_tool_docs over 1,000 tools from the sandbox, p50", Value: ss, Unit: "ms",
+		Baseline: "in-process substring scan (reference ranking), p50", BaseVal: sc, Samples: len(sandboxSearch),
+		Target: "<= 5 ms"}, ss <= 5)
+	r.add(Figure{ID: "search.inproc.p50", Name: "BM25+fuzzy search over 1,000 tools in-process, p50", Value: ms(pct(inproc, 50)),
+		Unit: "ms", Baseline: "in-process substring scan, p50", BaseVal: sc, Samples: len(inproc)}, true)
 
 	// Three concurrent 1 s calls from one run_python call.
 	code = `import asyncio, time
 t = time.perf_counter()
 await asyncio.gather(*[mcp_bench.sleep(1) for _ in range(3)])
 print(time.perf_counter() - t)`
-	if res, err = callServers(ctx, c, code, "bench"); err != nil {
-		return nil, err
+	if res, err = p.runWith(ctx, code, "bench"); err != nil {
+		return err
 	}
 	var took float64
-	fmt.Sscanf(strings.TrimSpace(res), "%g", &took)
-	figs = append(figs, Figure{Name: "three concurrent 1 s tool calls from one run_python", Value: took * 1000, Unit: "ms",
-		Baseline: "the same calls one at a time (reference)", BaseVal: 3000, Ratio: 3000 / (took * 1000), Samples: 1, Target: "<= 1100 ms"})
-	return figs, nil
+	if _, err := fmt.Sscanf(strings.TrimSpace(res), "%g", &took); err != nil {
+		return fmt.Errorf("bench: concurrent calls printed %q: %w", res, err)
+	}
+	r.add(Figure{ID: "proxy.concurrent3", Name: "three concurrent 1 s tool calls from one run_python", Value: took * 1000, Unit: "ms",
+		Baseline: "the same calls one at a time (reference)", BaseVal: 3000, RatioIs: Faster, Samples: 1,
+		Target: "<= 1100 ms"}, took*1000 <= 1100)
+	return nil
 }
 
-// startDirect starts the bench server under a plain MCP client.
-func startDirect(ctx context.Context, bin string, n int) (*client.Client, func(), error) {
-	c, err := client.NewStdioMCPClient(bin, nil, "bench-server", "--tools", fmt.Sprint(n))
-	if err != nil {
-		return nil, nil, err
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = "2025-11-25"
-	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-bench-direct", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return c, func() { c.Close() }, nil
-}
-
-func callServers(ctx context.Context, c *client.Client, code string, servers ...string) (string, error) {
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "run_python"
-	req.Params.Arguments = map[string]any{"code": code, "servers": servers, "timeout": 120}
-	res, err := c.CallTool(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	t, _ := res.Content[0].(mcp.TextContent)
-	if res.IsError {
-		return "", fmt.Errorf("bench: run_python failed: %s", t.Text)
-	}
-	return t.Text, nil
+// timedLoop is Python that runs stmt n times (i is the index) and prints
+// each duration in seconds as a JSON list.
+func timedLoop(n int, stmt string) string {
+	return fmt.Sprintf(`import time as _t, json as _j
+_d = []
+for i in range(%d):
+    _s = _t.perf_counter()
+    %s
+    _d.append(_t.perf_counter() - _s)
+print(_j.dumps(_d))`, n, stmt)
 }
 
 func secondsList(text string) ([]time.Duration, error) {

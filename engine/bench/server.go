@@ -13,10 +13,30 @@ import (
 	"github.com/bridge-mcp/bridge/engine/search"
 )
 
-// ServeEchoServer serves a stdio MCP server with an `echo` tool and the
-// synthetic catalog of n tools, for the proxy-overhead and token figures.
-func ServeEchoServer(ctx context.Context, in io.Reader, out io.Writer, n int) error {
+// ServeEchoServer serves a stdio MCP server with `echo` and `sleep` tools
+// and the synthetic catalog of n tools, for the proxy, token and memory
+// figures; catalogOnly serves the synthetic tools alone, so a catalog of n
+// tools has exactly n.
+func ServeEchoServer(ctx context.Context, in io.Reader, out io.Writer, n int, catalogOnly bool) error {
 	s := server.NewMCPServer("bench-echo", "1", server.WithToolCapabilities(false))
+	if !catalogOnly {
+		addEchoTools(s)
+	}
+	for _, d := range search.Synthetic(n) {
+		name := d.Server + "_" + d.ToolAlias
+		schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"limit":{"type":"integer"}},"required":["query"]}`)
+		s.AddTool(mcp.NewToolWithRawSchema(name, d.Description, schema),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(fmt.Sprintf("called %s", name)), nil
+			})
+	}
+	stdio := server.NewStdioServer(s)
+	server.WithWorkerPoolSize(16)(stdio)
+	return stdio.Listen(ctx, in, out)
+}
+
+// addEchoTools adds `echo` (returns its text) and `sleep` (waits seconds).
+func addEchoTools(s *server.MCPServer) {
 	s.AddTool(mcp.NewToolWithRawSchema("echo", "Return the text.",
 		json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -33,15 +53,4 @@ func ServeEchoServer(ctx context.Context, in io.Reader, out io.Writer, n int) er
 			}
 			return mcp.NewToolResultText("slept"), nil
 		})
-	for _, d := range search.Synthetic(n) {
-		name := d.Server + "_" + d.ToolAlias
-		schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"limit":{"type":"integer"}},"required":["query"]}`)
-		s.AddTool(mcp.NewToolWithRawSchema(name, d.Description, schema),
-			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText(fmt.Sprintf("called %s", name)), nil
-			})
-	}
-	stdio := server.NewStdioServer(s)
-	server.WithWorkerPoolSize(16)(stdio)
-	return stdio.Listen(ctx, in, out)
 }
