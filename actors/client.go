@@ -79,7 +79,7 @@ type ClientDeps struct {
 	// IdleTimeout stops a server with no call for this long; <= 0 never.
 	IdleTimeout time.Duration
 	Children    ChildRegistry // nil: children are not recorded
-	Store        CatalogStore
+	Store       CatalogStore
 	// OnTools reports a server's fresh tool list to the servers manager; it
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
