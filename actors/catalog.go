@@ -38,6 +38,7 @@ type Catalog struct {
 	refs    []toolRef // parallel to docs
 	search  func(query string, limit int) []int
 	funcs   *CatalogFuncs
+	policy  *Policy // nil: no policy file
 }
 
 type toolRef struct {
@@ -87,6 +88,14 @@ func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[stri
 	}
 	c.search = funcs.Index(c.docs)
 	return c
+}
+
+// policyMaxCalls is the policy's cap on tool calls per execution, 0 for none.
+func (c *Catalog) policyMaxCalls() int {
+	if c.policy == nil {
+		return 0
+	}
+	return c.policy.MaxCalls
 }
 
 // Server returns the server named name, nil when unknown.

@@ -186,9 +186,9 @@ func (c *Client) Ready(ctx context.Context) error {
 }
 
 // Call forwards tools/call with raw arguments and returns the raw result.
-// The wait is bounded by timeout (the smaller of MCP_BRIDGE_CALL_TIMEOUT and
-// the time left in the run_python call).
-func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+// The wait is bounded by timeout; limit names the setting it came from, for
+// the timeout message (TMO-4).
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration, limit string) (json.RawMessage, error) {
 	r, err := c.use(ctx)
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	default:
 	}
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return nil, fmt.Errorf("Tool call %s.%s timed out after %ds (MCP_BRIDGE_CALL_TIMEOUT)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)))
+		return nil, fmt.Errorf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)
 	}
 	return nil, err
 }

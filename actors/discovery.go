@@ -23,12 +23,14 @@ const (
 type DiscoveryConfig struct {
 	// Stamp is a cheap fingerprint of the config sources (stat only).
 	Stamp func() string
-	// Load reads every config source and returns the servers in config order.
-	Load func() []ServerSpec
+	// Load reads every config source and returns the servers in config
+	// order and the tool-call policy (nil for none).
+	Load func() ([]ServerSpec, *Policy)
 	// Watch turns on the fsnotify watcher and SIGHUP (bridge run --watch).
 	Watch bool
-	// Dir is the config directory; Extra is $MCP_SERVERS_CONFIG ("" when unset).
-	Dir, Extra string
+	// Dir is the config directory; Extra is $MCP_SERVERS_CONFIG ("" when
+	// unset); Policy is the policy file, watched like a config file.
+	Dir, Extra, Policy string
 	Log        zerolog.Logger
 }
 
@@ -171,6 +173,8 @@ func (d *Discovery) relevant(ev fsnotify.Event) bool {
 		return true
 	case d.cfg.Extra != "" && name == filepath.Clean(d.cfg.Extra):
 		return true
+	case d.cfg.Policy != "" && name == filepath.Clean(d.cfg.Policy):
+		return true
 	case name == filepath.Clean(d.cfg.Dir):
 		return true
 	}
@@ -222,8 +226,8 @@ func existingAncestor(dir string) string {
 
 func (d *Discovery) reload(ctx context.Context) error {
 	stamp := d.cfg.Stamp()
-	specs := d.cfg.Load()
-	if _, err := d.servers.Apply(ctx, specs); err != nil {
+	specs, policy := d.cfg.Load()
+	if _, err := d.servers.Apply(ctx, specs, policy); err != nil {
 		return err
 	}
 	d.stamp = stamp

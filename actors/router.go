@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
@@ -21,6 +23,9 @@ type Scope struct {
 	Call     int64
 	Servers  []string
 	Deadline time.Time
+	// ToolCalls counts the execution's proxied tool calls, for the
+	// policy's cap; nil means no counting.
+	ToolCalls *atomic.Int64
 }
 
 // RequestRouter serves box→host requests (list, docs, search, call_tool).
@@ -41,6 +46,7 @@ type Router struct {
 	MaxFrame     int
 	CallTimeout  time.Duration
 	StartTimeout time.Duration
+	Log          zerolog.Logger
 }
 
 // NewRouter returns a router with an empty catalog.
@@ -406,15 +412,27 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
 	}
+	if err := cat.policy.Check(p.Server, p.Tool); err != nil {
+		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Int64("call", scope.Call).Msg(err.Error())
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
+	}
+	if max := cat.policyMaxCalls(); max > 0 && scope.ToolCalls != nil && scope.ToolCalls.Add(1) > int64(max) {
+		msg := fmt.Sprintf("Tool call limit of %d per execution reached (maxToolCallsPerExecution in %s)", max, cat.policy.Source)
+		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Msg(msg)
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
+	}
 	if err := s.validate(cat.funcs, i, args); err != nil {
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
 			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, cat.funcs.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
 	}
-	timeout := r.CallTimeout
+	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
+	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {
+		timeout, limit = d, "timeouts in "+cat.policy.Source
+	}
 	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
 		timeout = max(left, time.Millisecond)
 	}
-	res, err := s.Client.Call(ctx, p.Tool, args, timeout)
+	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if strings.Contains(err.Error(), "timed out after") {

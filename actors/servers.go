@@ -29,6 +29,7 @@ type Servers struct {
 	mailbox map[string]toolsUpdate
 
 	// Owned by the Serve goroutine.
+	policy  *Policy
 	specs   []ServerSpec
 	live    map[string]*liveServer
 	tools   map[string][]ToolInfo
@@ -47,8 +48,9 @@ type liveServer struct {
 }
 
 type applyReq struct {
-	specs []ServerSpec
-	reply chan Diff
+	specs  []ServerSpec
+	policy *Policy
+	reply  chan Diff
 }
 
 // Diff is what one reload changed.
@@ -90,10 +92,10 @@ func (m *Servers) onTools(name, hash string, tools []ToolInfo) {
 
 // Apply replaces the desired configuration and returns the diff. Only the
 // discovery actor calls it, one reload at a time.
-func (m *Servers) Apply(ctx context.Context, specs []ServerSpec) (Diff, error) {
+func (m *Servers) Apply(ctx context.Context, specs []ServerSpec, policy *Policy) (Diff, error) {
 	reply := make(chan Diff, 1)
 	select {
-	case m.applies <- applyReq{specs, reply}:
+	case m.applies <- applyReq{specs, policy, reply}:
 	case <-ctx.Done():
 		return Diff{}, ctx.Err()
 	}
@@ -111,6 +113,7 @@ func (m *Servers) Serve(ctx context.Context) error {
 	for {
 		select {
 		case a := <-m.applies:
+			m.policy = a.policy
 			d := m.apply(a.specs)
 			m.publish()
 			a.reply <- d
@@ -196,5 +199,7 @@ func (m *Servers) publish() {
 	for name, ls := range m.live {
 		clients[name] = ls.client
 	}
-	m.router.SetCatalog(buildCatalog(m.specs, clients, m.tools, m.funcs))
+	c := buildCatalog(m.specs, clients, m.tools, m.funcs)
+	c.policy = m.policy
+	m.router.SetCatalog(c)
 }

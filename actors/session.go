@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -265,7 +266,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 	}
 	s.calls++
 	call := &activeCall{
-		scope: Scope{Session: s.name, Call: s.calls, Servers: res.Servers, Deadline: req.Deadline},
+		scope: Scope{Session: s.name, Call: s.calls, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 	}
 	sb.active.Store(call)

@@ -64,6 +64,15 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		add("WARN", "config", "%s", w)
 	}
 
+	switch pol := LoadPolicy(e.Env.ConfigDir); {
+	case pol == nil:
+		add("OK", "policy", "no %s in %s: every tool of the servers a call names may be called", PolicyFile, e.Env.ConfigDir)
+	case pol.Err != nil:
+		add("FAIL", "policy", "%s: %v; every tool call is refused until it is fixed", pol.Source, pol.Err)
+	default:
+		add("OK", "policy", "%s: rules for %d servers, %d tool calls per execution at most (0: no cap)", pol.Source, len(pol.Servers), pol.MaxCalls)
+	}
+
 	specs := specsFrom(set, e.getenv)
 	found := only == ""
 	var mu sync.Mutex

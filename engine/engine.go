@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -54,6 +55,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.MaxFrame = env.MaxFrameBytes
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
+	e.router.Log = log.With().Str("actor", "router").Logger()
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	deps := &actors.ClientDeps{
@@ -68,11 +70,12 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.servers = actors.NewServers(e.serversSup, deps, funcs, e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
-		Stamp: func() string { return config.Stamp(e.configOptions()) },
+		Stamp: func() string { return config.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile)) },
 		Load:  e.loadConfig,
 		Watch: watch,
-		Dir:   env.ConfigDir,
-		Extra: env.ServersConfig,
+		Dir:    env.ConfigDir,
+		Extra:  env.ServersConfig,
+		Policy: filepath.Join(env.ConfigDir, PolicyFile),
 		Log:   log,
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
@@ -122,7 +125,7 @@ func (e *Engine) configOptions() config.Options {
 
 // loadConfig reads every config source, logs what was skipped and why, and
 // returns the servers in config order.
-func (e *Engine) loadConfig() []actors.ServerSpec {
+func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	set := config.Load(e.configOptions())
 	for _, p := range set.Problems {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
@@ -137,7 +140,22 @@ func (e *Engine) loadConfig() []actors.ServerSpec {
 	}
 	e.store.Prune(live)
 	e.Log.Info().Int("servers", len(specs)).Int("skipped", len(set.Problems)).Strs("files", set.Files).Msg("configuration loaded")
-	return specs
+	policy := LoadPolicy(e.Env.ConfigDir)
+	if policy != nil && policy.Err != nil {
+		e.Log.Error().Err(policy.Err).Str("file", policy.Source).Msg("invalid policy file: every tool call is refused until it is fixed")
+	} else if policy != nil {
+		e.Log.Info().Str("file", policy.Source).Int("servers", len(policy.Servers)).Int("maxToolCallsPerExecution", policy.MaxCalls).Msg("policy loaded")
+	}
+	return specs, policy
+}
+
+// statStamp fingerprints one file by stat (size, mtime); "" when absent.
+func statStamp(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("|%s:%d:%d", path, st.Size(), st.ModTime().UnixNano())
 }
 
 // spec is the suture spec of every supervisor: events go to a bounded queue

@@ -216,8 +216,11 @@ func (r *Report) Markdown() string {
 	for i, f := range r.Figures {
 		skipped(i)
 		rat := fmt.Sprintf("%.3gx baseline", f.Ratio)
-		if f.RatioIs == Faster {
+		switch {
+		case f.RatioIs == Faster && f.Ratio >= 1:
 			rat = fmt.Sprintf("%.3gx faster", f.Ratio)
+		case f.RatioIs == Faster && f.Ratio > 0:
+			rat = fmt.Sprintf("%.3gx slower", 1/f.Ratio)
 		}
 		met := ""
 		if f.Met != nil {

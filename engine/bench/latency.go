@@ -13,11 +13,11 @@ import (
 // the first call of a new session with the spare ready, and a cold bridge
 // process, each against a fresh container per call (the reference's way).
 func latencyFigures(ctx context.Context, o Options, r *Report) error {
-	p, err := startBridge(ctx, o)
+	p, stop, err := startBridge(ctx, o, nil)
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	defer stop()
 	// Warm-up: the first call adopts the spare.
 	if _, err := p.run(ctx, "print(1)", "default"); err != nil {
 		return err
@@ -62,9 +62,14 @@ func latencyFigures(ctx context.Context, o Options, r *Report) error {
 
 	// Cold: a new bridge process answering its first call (bridge exec),
 	// timed to the result line; the process's teardown is not counted.
+	env, rm, err := isolated(o, nil)
+	if err != nil {
+		return err
+	}
+	defer rm()
 	var cold []time.Duration
 	for range max(3, o.Samples/20) {
-		d, err := timeToFirstLine(ctx, o.Bridge, o.Env)
+		d, err := timeToFirstLine(ctx, o.Bridge, env)
 		if err != nil {
 			return err
 		}

@@ -52,30 +52,40 @@ func startMCP(ctx context.Context, argv, env []string) (*proc, error) {
 	return p, nil
 }
 
-// startBridge starts `bridge run` with o.Env plus extra.
-func startBridge(ctx context.Context, o Options, extra ...string) (*proc, error) {
-	env := append(append([]string{}, o.Env...), extra...)
-	return startMCP(ctx, []string{o.Bridge, "run"}, env)
-}
-
-// startBridgeWith starts `bridge run` whose config dir holds servers
-// (name → config entry); the directory is removed by the returned cleanup.
-func startBridgeWith(ctx context.Context, o Options, servers map[string]any) (*proc, func(), error) {
+// isolated writes a config dir holding servers (name → config entry) and
+// returns the environment of a bridge that reads only it and keeps its
+// state there; cleanup removes the directory.
+func isolated(o Options, servers map[string]any) (env []string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "bridge-bench-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: %w", err)
+	}
+	if servers == nil {
+		servers = map[string]any{}
 	}
 	data, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	if err := os.WriteFile(filepath.Join(dir, "bench.json"), data, 0o600); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("bench: %w", err)
 	}
-	p, err := startBridge(ctx, o, "MCP_BRIDGE_CONFIG_DIR="+dir, "MCP_BRIDGE_STATE_DIR="+dir, "MCP_BRIDGE_ALLOW_SELF_SERVER=1")
+	env = append(append([]string{}, o.Env...), "MCP_BRIDGE_CONFIG_DIR="+dir, "MCP_BRIDGE_STATE_DIR="+dir,
+		"MCP_SERVERS_CONFIG=", "MCP_BRIDGE_ALLOW_SELF_SERVER=1")
+	return env, func() { os.RemoveAll(dir) }, nil
+}
+
+// startBridge starts `bridge run` proxying exactly servers (none when
+// nil), isolated from the user's config and state; cleanup stops it.
+func startBridge(ctx context.Context, o Options, servers map[string]any) (*proc, func(), error) {
+	env, rm, err := isolated(o, servers)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	return p, func() { p.close(); os.RemoveAll(dir) }, nil
+	p, err := startMCP(ctx, []string{o.Bridge, "run"}, env)
+	if err != nil {
+		rm()
+		return nil, nil, err
+	}
+	return p, func() { p.close(); rm() }, nil
 }
 
 // benchServer is the config entry of the bench server with n synthetic

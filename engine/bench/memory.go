@@ -33,7 +33,7 @@ func memoryFigures(ctx context.Context, o Options, r *Report) error {
 	for _, name := range names {
 		servers[name] = benchServer(o, 100, false)
 	}
-	p, cleanup, err := startBridgeWith(ctx, o, servers)
+	p, cleanup, err := startBridge(ctx, o, servers)
 	if err != nil {
 		return err
 	}

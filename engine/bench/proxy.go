@@ -18,7 +18,7 @@ import (
 // server, search over the catalog, and three concurrent 1 s tool calls.
 func proxyFigures(ctx context.Context, o Options, r *Report) error {
 	const n = 1000
-	p, cleanup, err := startBridgeWith(ctx, o, map[string]any{"bench": benchServer(o, n, false)})
+	p, cleanup, err := startBridge(ctx, o, map[string]any{"bench": benchServer(o, n, false)})
 	if err != nil {
 		return err
 	}

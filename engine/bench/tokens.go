@@ -59,12 +59,12 @@ func tokenFigures(ctx context.Context, o Options, r *Report) error {
 		count[e.short] = func(s string) int { n, _ := codec.Count(s); return n }
 	}
 
-	p, err := startBridge(ctx, o)
+	p, stop, err := startBridge(ctx, o, nil)
 	if err != nil {
 		return err
 	}
 	pages, tools, err := p.toolsList(ctx)
-	p.close()
+	stop()
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ var topHit = regexp.MustCompile(`'server': '([^']+)'.*?'tool': '([^']+)'`)
 // tools/list from a direct client of each server.
 func measureCatalog(ctx context.Context, o Options, cat catalog) (catalogTokens, error) {
 	var m catalogTokens
-	p, cleanup, err := startBridgeWith(ctx, o, cat.servers)
+	p, cleanup, err := startBridge(ctx, o, cat.servers)
 	if err != nil {
 		return m, err
 	}

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPolicy checks LoadPolicy's parsing and the rules it yields.
+func TestPolicy(t *testing.T) {
+	dir := t.TempDir()
+	if got := LoadPolicy(dir); got != nil {
+		t.Fatalf("no file: got %+v, want nil", got)
+	}
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(dir, PolicyFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"maxToolCallsPerExecution": 3, "servers": {
+		"*": {"deny": ["*delete*"]},
+		"gh": {"allow": ["list_*", "get_*", "delete_branch"], "timeouts": {"get_*": 2.5}},
+		"fs": {"deny": ["write_file"], "timeouts": {"read_file": 1}}}}`)
+	p := LoadPolicy(dir)
+	if p == nil || p.Err != nil || p.MaxCalls != 3 {
+		t.Fatalf("LoadPolicy = %+v", p)
+	}
+	cases := []struct {
+		server, tool string
+		want         string // "" allowed, else a substring of the error
+	}{
+		{"gh", "list_issues", ""},
+		{"gh", "create_issue", "is not allowed by the policy"},
+		{"gh", "delete_branch", "is denied by the policy"}, // "*" deny wins over gh's allow
+		{"fs", "write_file", "Tool fs.write_file is denied by the policy (" + filepath.Join(dir, PolicyFile) + ")"},
+		{"fs", "read_file", ""},
+		{"other", "anything", ""},
+		{"other", "bulk_delete", "is denied"},
+	}
+	for _, c := range cases {
+		err := p.Check(c.server, c.tool)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("Check(%s, %s) = %v, want %q", c.server, c.tool, err, c.want)
+		}
+	}
+	if d, ok := p.Timeout("gh", "get_repo"); !ok || d != 2500*time.Millisecond {
+		t.Errorf("Timeout(gh, get_repo) = %v, %v", d, ok)
+	}
+	if d, ok := p.Timeout("fs", "read_file"); !ok || d != time.Second {
+		t.Errorf("Timeout(fs, read_file) = %v, %v", d, ok)
+	}
+	if _, ok := p.Timeout("fs", "list_directory"); ok {
+		t.Errorf("Timeout(fs, list_directory) applied")
+	}
+	// Invalid files fail closed, with a message naming the problem.
+	for body, want := range map[string]string{
+		`{"servers": `:                               "unexpected EOF",
+		`{"maxToolCalls": 3}`:                        `unknown field "maxToolCalls"`,
+		`{"maxToolCallsPerExecution": -1}`:           "must be 0 (no cap) or more",
+		`{"servers": {"a": {"deny": ["[x"]}}}`:       "bad pattern",
+		`{"servers": {"a": {"timeouts": {"t": 0}}}}`: "must be above 0 seconds",
+		`{"servers": {"a": {"allow": "list_*"}}}`:    "cannot unmarshal",
+		`[]`: "cannot unmarshal",
+	} {
+		write(body)
+		p := LoadPolicy(dir)
+		if p == nil || p.Err == nil || !strings.Contains(p.Err.Error(), want) {
+			t.Errorf("LoadPolicy(%s) = %+v, want error containing %q", body, p, want)
+			continue
+		}
+		if err := p.Check("any", "tool"); err == nil || !strings.Contains(err.Error(), "Tool calls are disabled: the policy file") {
+			t.Errorf("invalid policy %s allowed a call: %v", body, err)
+		}
+	}
+}
