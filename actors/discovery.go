@@ -31,7 +31,7 @@ type DiscoveryConfig struct {
 	// Dir is the config directory; Extra is $MCP_SERVERS_CONFIG ("" when
 	// unset); Policy is the policy file, watched like a config file.
 	Dir, Extra, Policy string
-	Log        zerolog.Logger
+	Log                zerolog.Logger
 }
 
 // Discovery is the discovery actor: it loads the configuration at start and,

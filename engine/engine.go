@@ -70,13 +70,15 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.servers = actors.NewServers(e.serversSup, deps, funcs, e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
-		Stamp: func() string { return config.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile)) },
-		Load:  e.loadConfig,
-		Watch: watch,
+		Stamp: func() string {
+			return config.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile))
+		},
+		Load:   e.loadConfig,
+		Watch:  watch,
 		Dir:    env.ConfigDir,
 		Extra:  env.ServersConfig,
 		Policy: filepath.Join(env.ConfigDir, PolicyFile),
-		Log:   log,
+		Log:    log,
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
