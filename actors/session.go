@@ -288,10 +288,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 	deadline := time.NewTimer(time.Until(req.Deadline))
 	defer deadline.Stop()
 	var (
-		grace              <-chan time.Time
+		grace, linger      <-chan time.Time
 		timedOut, hardKill bool
 		cancelC, shutdownC = req.Ctx.Done(), ctx.Done()
 		exitedC            = sb.exited
+		killed             chan struct{} // closed when the hard kill is done
 		got                reply
 	)
 	interrupt := func() {
@@ -318,15 +319,25 @@ wait:
 			grace = nil
 			hardKill = true
 			s.log.Warn().Int64("call", call.scope.Call).Msg("cell ignored the interrupt; replacing the container")
-			go sb.kill()
-		case <-exitedC:
-			// Frames written before the exit may still be in the pipe.
-			exitedC = nil
+			// The kill runs beside this loop, which keeps collecting frames;
+			// it is waited for below.
+			killed = make(chan struct{})
 			go func() {
-				time.Sleep(300 * time.Millisecond)
-				_ = sb.conn.Close()
+				defer close(killed)
+				sb.kill()
 			}()
+		case <-exitedC:
+			// Frames written before the exit may still be in the pipe: give
+			// the reader a moment before closing the link.
+			exitedC = nil
+			linger = time.After(300 * time.Millisecond)
+		case <-linger:
+			linger = nil
+			_ = sb.conn.Close()
 		}
+	}
+	if killed != nil {
+		<-killed
 	}
 
 	output, truncated, reset := call.snapshot()
