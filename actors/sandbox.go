@@ -24,6 +24,7 @@ import (
 type SandboxCommand struct {
 	Argv []string
 	Name string // container name; "" for the local backend
+	Dir  string // working directory of the process; "" inherits the bridge's
 }
 
 // Launcher starts and removes sandbox processes; the engine implements it.
@@ -129,6 +130,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		slots:  make(chan struct{}, 32),
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
+	cmd.Dir = cmdSpec.Dir
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)

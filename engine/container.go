@@ -170,7 +170,8 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		if err != nil {
 			return actors.SandboxCommand{}, fmt.Errorf("local runtime: %w", err)
 		}
-		return actors.SandboxCommand{Argv: []string{py, "-u", "-c", entrypoint.Bootstrap}}, nil
+		// Not the bridge's own directory: user code writes relative paths.
+		return actors.SandboxCommand{Argv: []string{py, "-u", "-c", entrypoint.Bootstrap}, Dir: os.TempDir()}, nil
 	}
 	cli, podman, oci, err := l.resolve()
 	if err != nil {

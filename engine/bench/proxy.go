@@ -107,21 +107,36 @@ func proxyFigures(ctx context.Context, o Options, r *Report) error {
 	r.add(Figure{ID: "search.inproc.p50", Name: "BM25+fuzzy search over 1,000 tools in-process, p50", Value: ms(pct(inproc, 50)),
 		Unit: "ms", Baseline: "in-process substring scan, p50", BaseVal: sc, Samples: len(inproc)}, true)
 
-	// Three concurrent 1 s calls from one run_python call.
-	code = `import asyncio, time
-t = time.perf_counter()
-await asyncio.gather(*[mcp_bench.sleep(1) for _ in range(3)])
-print(time.perf_counter() - t)`
-	if res, err = p.runWith(ctx, code, "bench"); err != nil {
+	// Three concurrent 1 s calls from one run_python call, against the
+	// same calls one at a time (the reference served sandbox calls
+	// serially), timed inside the sandbox.
+	timed := func(stmt string) (time.Duration, error) {
+		res, err := p.runWith(ctx, "import asyncio, time\nt = time.perf_counter()\n"+stmt+"\nprint(time.perf_counter() - t)", "bench")
+		if err != nil {
+			return 0, err
+		}
+		var secs float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(res), "%g", &secs); err != nil {
+			return 0, fmt.Errorf("bench: timed calls printed %q: %w", res, err)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	var took []time.Duration
+	for range max(1, o.Samples/50) {
+		d, err := timed("await asyncio.gather(*[mcp_bench.sleep(1) for _ in range(3)])")
+		if err != nil {
+			return err
+		}
+		took = append(took, d)
+	}
+	serial, err := timed("for _ in range(3): await mcp_bench.sleep(1)")
+	if err != nil {
 		return err
 	}
-	var took float64
-	if _, err := fmt.Sscanf(strings.TrimSpace(res), "%g", &took); err != nil {
-		return fmt.Errorf("bench: concurrent calls printed %q: %w", res, err)
-	}
-	r.add(Figure{ID: "proxy.concurrent3", Name: "three concurrent 1 s tool calls from one run_python", Value: took * 1000, Unit: "ms",
-		Baseline: "the same calls one at a time (reference)", BaseVal: 3000, RatioIs: Faster, Samples: 1,
-		Target: "<= 1100 ms"}, took*1000 <= 1100)
+	c50 := ms(pct(took, 50))
+	r.add(Figure{ID: "proxy.concurrent3", Name: "three concurrent 1 s tool calls from one run_python, p50", Value: c50, Unit: "ms",
+		Baseline: "the same calls one at a time (the reference's serial RPCs)", BaseVal: ms(serial), RatioIs: Faster,
+		Samples: len(took), Target: "<= 1100 ms"}, c50 <= 1100)
 	return nil
 }
 

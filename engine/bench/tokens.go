@@ -86,12 +86,12 @@ func tokenFigures(ctx context.Context, o Options, r *Report) error {
 			query: "search milestone", // the first synthetic tool, in every catalog size
 		})
 	}
-	real, cleanup, missing := realCatalog(o)
+	realCat, cleanup, missing := realCatalog(o)
 	defer cleanup()
 	if missing != "" {
 		fmt.Fprintf(o.Log, "bench: note: real-server token figures not measured: %s\n", missing)
 	} else {
-		cats = append(cats, real)
+		cats = append(cats, realCat)
 	}
 
 	measured := make([]catalogTokens, len(cats))
