@@ -216,6 +216,9 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	}
 	select {
 	case <-r.conn.done:
+		if r.conn.stderr != nil {
+			r.conn.stderr.waitDrained(500 * time.Millisecond) // the child's last words
+		}
 		return nil, fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, r.conn.exitDesc(), r.conn.stderrTail())
 	default:
 	}

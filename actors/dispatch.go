@@ -64,7 +64,7 @@ func (d *Dispatcher) Validate(raw json.RawMessage) (Args, string) {
 		seen := map[string]bool{}
 		for _, it := range items {
 			var s string
-			if json.Unmarshal(it, &s) != nil {
+			if len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &s) != nil {
 				return Args{}, "'servers' must be a list of strings"
 			}
 			if !seen[s] { // VAL-1: duplicates dropped, first occurrence kept

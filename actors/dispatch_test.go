@@ -26,6 +26,7 @@ func TestValidate(t *testing.T) {
 		{`{"code":"1","servers":"a"}`, "'servers' must be a list", Args{}},
 		{`{"code":"1","servers":{"a":1}}`, "'servers' must be a list", Args{}},
 		{`{"code":"1","servers":["a",2]}`, "'servers' must be a list of strings", Args{}},
+		{`{"code":"1","servers":[null]}`, "'servers' must be a list of strings", Args{}},
 		{`{"code":"1","timeout":2.5}`, "'timeout' must be an integer", Args{}},
 		{`{"code":"1","timeout":5.0}`, "'timeout' must be an integer", Args{}},
 		{`{"code":"1","timeout":1e2}`, "'timeout' must be an integer", Args{}},

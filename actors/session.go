@@ -361,8 +361,19 @@ wait:
 		return finish(res, sb, reset || r.Reset)
 	}
 
-	// The link broke: the container died or was killed.
-	if !sb.waitExit(stopBound) {
+	// The exec frame never left: it is over the frame cap (the code plus
+	// the granted servers' tool lists). The sandbox is untouched.
+	if errors.Is(got.err, protocol.ErrFrameTooLarge) {
+		res.Status = StatusError
+		res.Error = fmt.Sprintf("The code and the tool lists of the servers it may call do not fit in one frame: %v (MCP_BRIDGE_MAX_FRAME_BYTES); send less code or fewer servers", got.err)
+		return finish(res, sb, false)
+	}
+	// The link broke. Either the container died on its own (its exit is
+	// reaped a moment later), or it is alive and sent an invalid reply, which
+	// can only be forged by user code: replace it and say so.
+	died := sb.waitExit(time.Second)
+	if !died {
+		s.log.Warn().Err(got.err).Msg("invalid exec reply from a live sandbox; replacing it")
 		sb.kill()
 	}
 	<-sb.exited
@@ -370,6 +381,10 @@ wait:
 	sb.close()
 	res.StateLost = true
 	switch {
+	case !died && !timedOut && !hardKill:
+		res.Status = StatusError
+		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
+		res.LossReason = "invalid reply from the sandbox"
 	case timedOut || hardKill:
 		res.Status = StatusTimeout
 		res.Error = fmt.Sprintf("Execution timed out after %ds", t)

@@ -522,11 +522,13 @@ def _asyncio_run(main, **kw):
 
 
 def _hidden(filename):
-    return filename.startswith("<bridge/") or filename.startswith(_ASYNCIO_DIR) or filename.startswith(_CONCURRENT_DIR)
+    return (filename.startswith("<bridge/") or filename.startswith(_ASYNCIO_DIR)
+            or filename.startswith(_CONCURRENT_DIR) or filename == _AST_FILE)
 
 
 _ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
 _CONCURRENT_DIR = os.path.dirname(concurrent.futures.__file__) + os.sep
+_AST_FILE = ast.__file__  # the cell is parsed by ast.parse: its frame is ours, not the user's
 
 
 def _filter_tb(exc, seen=None):
@@ -574,6 +576,8 @@ class Runner:
         self._bind(rt, params)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         outcome, exit_code, value, error = self._exec(params["code"], n)
+        if outcome == "interrupted":
+            _kill_descendants()
         PUMP.sync()
         result_repr = None
         if value is not None:
@@ -661,6 +665,46 @@ class Runner:
             return "exit", code, None, "SystemExit: %d" % code
         CAPTURE.write("stderr", "%s\n" % (code,))
         return "exit", 1, None, "SystemExit: %s" % (code,)
+
+
+def _kill_descendants():
+    """SIGKILLs every process the interrupted cell left running (a fork bomb
+    in a child, a runaway subprocess), so a kept session keeps its process
+    budget. Threads and asyncio tasks are left alone (EXE-9)."""
+    me = os.getpid()
+    for _ in range(3):
+        children = {}
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2:].split()
+            children.setdefault(int(fields[1]), []).append(int(name))
+        doomed, todo = [], list(children.get(me, ()))
+        while todo:
+            pid = todo.pop()
+            doomed.append(pid)
+            todo.extend(children.get(pid, ()))
+        if not doomed:
+            return
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in doomed:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                pass
 
 
 def _load_module(name, filename, source):

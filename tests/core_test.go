@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -421,5 +422,44 @@ func TestTimeoutClamp(t *testing.T) {
 	r := b.call(map[string]any{"code": "print('ok')", "timeout": 999})
 	if got, want := text(t, r), "ok\nnote: timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestExecFrameOverflow checks that code which passes validation but whose
+// exec frame exceeds the cap gets a clear error and keeps the session (it
+// used to kill the session and report an out-of-memory kill).
+func TestExecFrameOverflow(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_FRAME_BYTES": "1048576"})
+	b.mustOK("kept = 1")
+	code := strings.Repeat("#", 1048576-9) + "\nprint(1)"
+	r := b.run(code)
+	sc := structured(t, r)
+	if sc["stateLost"] != nil || !strings.Contains(fmt.Sprint(sc["error"]), "do not fit in one frame") {
+		t.Errorf("oversized exec frame: %v", sc)
+	}
+	if got := b.mustOK("kept"); got != "1" {
+		t.Errorf("the session lost its state: %s", got)
+	}
+}
+
+// TestForgedExecReply checks LNK-3: user code that forges a reply to its own
+// exec request gets the session replaced with an honest message, never an
+// out-of-memory report, and the next call works.
+func TestForgedExecReply(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, nil)
+	code := `import os, sys, time
+fd = sys.modules["mcp.runtime"].LINK._wfd
+for i in range(0, 8):
+    os.write(fd, b'{"jsonrpc":"2.0","id":%d,"result":5}\n' % i)
+time.sleep(2)`
+	r := b.run(code)
+	sc := structured(t, r)
+	if sc["stateLost"] != true || !strings.HasPrefix(fmt.Sprint(sc["error"]), "The sandbox sent an invalid reply") {
+		t.Errorf("forged reply: %v", sc)
+	}
+	if got := b.mustOK("print('ok')"); got != "ok" {
+		t.Errorf("after the forged reply: %s", got)
 	}
 }
