@@ -74,6 +74,7 @@ type sandbox struct {
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	readers   []io.Closer   // read ends of stdout and stderr, closed by close
+	stdin     io.Closer     // the container's stdin; closing it is the polite stop
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -149,6 +150,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	s.readers = []io.Closer{outR, errR}
+	s.stdin = stdin
 	stream := protocol.NewLineStream(outR, stdin, multiCloser{stdin, outR}, cfg.MaxFrame, s.log)
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.spawned = time.Now()
@@ -251,24 +253,30 @@ func (s *sandbox) kill() {
 	s.cfg.Launcher.Remove(ctx, s.name)
 }
 
-// close stops the sandbox politely when it is up (shutdown frame, stdin
+// close stops the sandbox politely (shutdown frame when it is up, stdin
 // EOF), else kills it; the container is always removed by name. It then
-// waits for every goroutine of the sandbox.
+// waits for every goroutine of the sandbox. A sandbox still starting is
+// closed politely too: killing the CLI while it creates the container
+// strands conmon and `runc init` outside podman's records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
 		s.killed.Store(true)
-		polite := false
-		select {
-		case <-s.ready:
-			polite = s.alive()
-		default:
-		}
+		polite := s.alive()
 		if polite {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			_ = s.conn.Notify(ctx, protocol.MethodShutdown, struct{}{})
-			cancel()
-			_ = s.conn.Close()
-			polite = s.waitExit(time.Second)
+			wait := time.Second
+			select {
+			case <-s.ready:
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				_ = s.conn.Notify(ctx, protocol.MethodShutdown, struct{}{})
+				cancel()
+			default:
+				// Still starting: the container sees EOF once it runs.
+				wait = stopBound
+			}
+			// stdin only: the link keeps draining stdout, so the CLI never
+			// blocks on, or dies of, a closed pipe while it finishes.
+			_ = s.stdin.Close()
+			polite = s.waitExit(wait)
 		}
 		if polite {
 			ctx, cancel := context.WithTimeout(context.Background(), stopBound)

@@ -349,7 +349,7 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	if n > 0 {
 		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
 	}
-	return n
+	return n + l.sweepStranded(ctx)
 }
 
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
@@ -364,4 +364,88 @@ func (l *Launcher) VerifyArgs(img string) []string {
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
 	return argv[slices.Index(argv, "run") : len(argv)-4]
+}
+
+// sweepStranded kills conmon processes (and their `runc init` children) of
+// containers named bridge-<pid>-… whose bridge is dead, and deletes their
+// runtime state. They exist when a container CLI was killed while creating
+// a container (a SIGKILLed bridge takes its CLIs with it): podman no longer
+// lists such a container, so removal by name cannot reach it.
+func (l *Launcher) sweepStranded(ctx context.Context) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.HasSuffix(strings.SplitN(string(raw), "\x00", 2)[0], "conmon") {
+			continue
+		}
+		args := strings.Split(string(raw), "\x00")
+		var name, id, runtime string
+		for i := 0; i+1 < len(args); i++ {
+			switch args[i] {
+			case "-n", "--name":
+				name = args[i+1]
+			case "-c", "--cid":
+				id = args[i+1]
+			case "-r", "--runtime":
+				runtime = args[i+1]
+			}
+		}
+		owner, ok := bridgePidOf(name)
+		if !ok || owner == os.Getpid() || processStartMs(owner) != 0 {
+			continue // not ours, or its bridge is alive (a recycled pid is left alone)
+		}
+		killTree(pid)
+		if runtime != "" && id != "" {
+			dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_ = exec.CommandContext(dctx, runtime, "delete", "--force", id).Run()
+			cancel()
+		}
+		n++
+	}
+	if n > 0 {
+		l.log.Info().Int("containers", n).Msg("killed containers stranded mid-creation by a dead bridge")
+	}
+	return n
+}
+
+// bridgePidOf parses the bridge pid out of a container name bridge-<pid>-….
+func bridgePidOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "bridge-")
+	if !ok {
+		return 0, false
+	}
+	pidText, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	return pid, err == nil
+}
+
+// killTree SIGKILLs pid's children, then pid.
+func killTree(pid int) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		if f := strings.Fields(string(stat)[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }

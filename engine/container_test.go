@@ -571,3 +571,24 @@ func TestVerifyArgsRunscKeepsRuntimeFlag(t *testing.T) {
 		t.Errorf("image check argv starts %q, want %q", got, want)
 	}
 }
+
+// TestBridgePidOf checks the parsing of container names for the sweep.
+func TestBridgePidOf(t *testing.T) {
+	cases := []struct {
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"bridge-1234-spare-ab12cd", 1234, true},
+		{"bridge-99-my.session-0a0b0c", 99, true},
+		{"bridge-x-spare-1", 0, false},
+		{"other-1-2", 0, false},
+		{"bridge-12", 0, false},
+	}
+	for _, c := range cases {
+		pid, ok := bridgePidOf(c.name)
+		if pid != c.pid || ok != c.ok {
+			t.Errorf("bridgePidOf(%q) = %d, %v; want %d, %v", c.name, pid, ok, c.pid, c.ok)
+		}
+	}
+}

@@ -156,6 +156,10 @@ class Capture:
 
     SPILL_DIR = "/workspace/.bridge"
     KEEP_FILES = 20
+    # One flood must not fill /workspace (128 MiB): each saved output is
+    # capped, and all of them together stay within a budget.
+    SPILL_CAP = 16 << 20
+    SPILL_BUDGET = 48 << 20
 
     def __init__(self, link):
         self.link = link
@@ -238,8 +242,9 @@ class Capture:
         self.spill_path = "%s/output-%d.txt" % (self.SPILL_DIR, self.n)
         try:
             os.makedirs(self.SPILL_DIR, exist_ok=True)
+            _prune(self.SPILL_DIR, self.KEEP_FILES - 1, self.SPILL_BUDGET - self.SPILL_CAP)
             self.spill = open(self.spill_path, "w", encoding="utf-8", errors="replace")
-            _prune(self.SPILL_DIR, self.KEEP_FILES)
+            self.spill_bytes = 0
         except OSError as e:
             self.spill_error = e.strerror or str(e)
             return
@@ -252,7 +257,12 @@ class Capture:
             if stream != self.spill_stream:
                 self.spill.write(("" if self._spill_at_line_start() else "\n") + stream + ":\n")
                 self.spill_stream = stream
+            room = self.SPILL_CAP - self.spill_bytes
+            if len(text) > room:
+                self.spill.write(text[:max(room, 0)])
+                raise OSError("the saved output is capped at %d MiB" % (self.SPILL_CAP >> 20))
             self.spill.write(text)
+            self.spill_bytes += len(text)
             self._spill_last = text[-1:]
         except OSError as e:
             self.spill_error = e.strerror or str(e)
@@ -348,12 +358,18 @@ def _cut_tail(data, n):
     return data[start:]
 
 
-def _prune(directory, keep):
+def _prune(directory, keep, budget):
+    """Deletes the oldest saved outputs until at most keep files and budget
+    bytes remain."""
     try:
-        names = [n for n in os.listdir(directory) if n.startswith("output-") and n.endswith(".txt")]
-        names.sort(key=lambda n: os.stat(os.path.join(directory, n)).st_mtime)
-        for n in names[:-keep]:
-            os.unlink(os.path.join(directory, n))
+        paths = [os.path.join(directory, n) for n in os.listdir(directory)
+                 if n.startswith("output-") and n.endswith(".txt")]
+        stats = sorted(((os.stat(p), p) for p in paths), key=lambda sp: sp[0].st_mtime)
+        total = sum(st.st_size for st, _ in stats)
+        while stats and (len(stats) > keep or total > budget):
+            st, p = stats.pop(0)
+            os.unlink(p)
+            total -= st.st_size
     except OSError:
         pass
 

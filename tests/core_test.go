@@ -463,3 +463,24 @@ time.sleep(2)`
 		t.Errorf("after the forged reply: %s", got)
 	}
 }
+
+// TestFloodKeepsWorkspaceUsable checks that saved outputs are capped: two
+// 100 MB floods leave /workspace usable, and the marker says the saved text
+// was cut.
+func TestFloodKeepsWorkspaceUsable(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, nil)
+	for i := 0; i < 2; i++ {
+		r := b.call(map[string]any{"code": "for i in range(1000):\n    print('x' * 100_000)", "timeout": 60})
+		if got := text(t, r); !strings.Contains(got, "; full output not saved: the saved output is capped at 16 MiB ...]") {
+			t.Fatalf("flood %d: marker not found in %q", i, tail(got, 300))
+		}
+	}
+	got := b.mustOK(`import os
+sizes = [os.path.getsize("/workspace/.bridge/" + n) for n in os.listdir("/workspace/.bridge")]
+open("/workspace/big", "wb").write(b"\0" * 60_000_000)
+print(len(sizes), max(sizes) <= 16 * 2**20, sum(sizes) <= 48 * 2**20, os.path.getsize("/workspace/big"))`)
+	if got != "2 True True 60000000" {
+		t.Errorf("after the floods: %s", got)
+	}
+}

@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchReport is the part of bench.json the test reads.
+type benchReport struct {
+	Machine string `json:"machine"`
+	Mode    string `json:"mode"`
+	Figures []struct {
+		ID       string  `json:"id"`
+		Name     string  `json:"name"`
+		Value    float64 `json:"value"`
+		Baseline string  `json:"baseline"`
+		BaseVal  float64 `json:"baselineValue"`
+		Ratio    float64 `json:"ratio"`
+		Samples  int     `json:"samples"`
+	} `json:"figures"`
+	Skipped []struct {
+		ID     string `json:"id"`
+		Reason string `json:"reason"`
+	} `json:"skipped"`
+}
+
+// TestBenchQuick runs `bridge bench --quick` and asserts only facts that
+// hold on any machine: it completes, the tool entry costs the same at 0
+// and 1,000 proxied tools and stays within budget, the classic tools/list
+// grows with the catalog, and every figure is a finite value with a
+// baseline and at least one sample. No timing is asserted.
+func TestBenchQuick(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Skip("bridge bench measures containers; BRIDGE_TEST_RUNTIME=local has none")
+	}
+	out := t.TempDir()
+	extra := map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}
+	if d := os.Getenv("BRIDGE_TEST_NPM_DIR"); d != "" {
+		extra["BRIDGE_TEST_NPM_DIR"] = d
+	} else if home, err := os.UserHomeDir(); err == nil {
+		extra["BRIDGE_TEST_NPM_DIR"] = filepath.Join(home, ".cache", "bridge-npm")
+	}
+	cmd := exec.Command(bridgeBin, "bench", "--quick", "--out", out)
+	cmd.Env = baseEnv(t, extra)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	stdout, err := cmd.Output()
+	t.Logf("bridge bench --quick took %s; stderr:\n%s", time.Since(start).Round(time.Second), tail(stderr.String(), 4000))
+	if err != nil {
+		t.Fatalf("bridge bench --quick: %v\nstdout:\n%s", err, stdout)
+	}
+
+	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("bench.json: %v\n%s", err, data)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "bench.md"))
+	if err != nil || !strings.Contains(string(md), "| Figure |") {
+		t.Errorf("bench.md has no table (%v):\n%s", err, md)
+	}
+	if rep.Mode != "quick" || rep.Machine == "" {
+		t.Errorf("mode %q, machine %q", rep.Mode, rep.Machine)
+	}
+
+	figs := map[string]float64{}
+	bases := map[string]float64{}
+	for _, f := range rep.Figures {
+		if f.Samples < 1 || !finite(f.Value) || !finite(f.BaseVal) || !finite(f.Ratio) || f.Baseline == "" {
+			t.Errorf("figure %s (%s): value %v, baseline %q %v, ratio %v, samples %d",
+				f.ID, f.Name, f.Value, f.Baseline, f.BaseVal, f.Ratio, f.Samples)
+		}
+		if _, dup := figs[f.ID]; dup || f.ID == "" {
+			t.Errorf("figure id %q is empty or repeated", f.ID)
+		}
+		figs[f.ID], bases[f.ID] = f.Value, f.BaseVal
+	}
+	for _, s := range rep.Skipped {
+		if s.Reason == "" {
+			t.Errorf("skipped figure %s has no reason", s.ID)
+		}
+	}
+	need := func(id string) float64 {
+		t.Helper()
+		v, ok := figs[id]
+		if !ok {
+			t.Fatalf("bench.json has no figure %s", id)
+		}
+		return v
+	}
+
+	// The tool entry does not grow with the proxied catalog (o200k).
+	e0, e1000 := need("tokens.entry.o200k.0"), need("tokens.entry.o200k.1000")
+	if e0 != e1000 || e0 > 150 || e0 <= 0 {
+		t.Errorf("tool entry: %v o200k tokens at 0 proxied tools, %v at 1,000; want equal and <= 150", e0, e1000)
+	}
+	if c0, c1000 := bases["tokens.entry.cl100k.1000"], need("tokens.entry.cl100k.1000"); c0 != c1000 {
+		t.Errorf("tool entry: %v cl100k tokens at 0 proxied tools, %v at 1,000", c0, c1000)
+	}
+	// The bridge's tools/list is identical for every catalog size, while
+	// the classic alternative grows with it.
+	for _, enc := range []string{"o200k", "cl100k"} {
+		l10, l100, l1000 := need("tokens.list."+enc+".10"), need("tokens.list."+enc+".100"), need("tokens.list."+enc+".1000")
+		if l10 != l100 || l100 != l1000 {
+			t.Errorf("bridge tools/list (%s): %v, %v, %v tokens at 10, 100, 1,000 tools; want equal", enc, l10, l100, l1000)
+		}
+		c10, c100, c1000 := bases["tokens.list."+enc+".10"], bases["tokens.list."+enc+".100"], bases["tokens.list."+enc+".1000"]
+		if !(c10 < c100 && c100 < c1000) {
+			t.Errorf("classic tools/list (%s): %v, %v, %v tokens at 10, 100, 1,000 tools; want growing", enc, c10, c100, c1000)
+		}
+		if d := need("tokens.discovery." + enc + ".1000"); d >= c1000 {
+			t.Errorf("discovery flow (%s): %v tokens, not below the classic %v", enc, d, c1000)
+		}
+	}
+	// Every group produced its figures.
+	for _, id := range []string{"latency.warm.p50", "latency.cold.p50", "proxy.echo.p50", "search.sandbox.p50",
+		"proxy.concurrent3", "memory.rss.idle", "memory.rss.servers3", "memory.rss.flood", "memory.container.session"} {
+		need(id)
+	}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
