@@ -43,27 +43,10 @@ func (r *childRegistry) Remove(pid int) {
 // with the bridge), and the start-time bound keeps a recycled pid from
 // matching an unrelated group. It reports whether it killed anything.
 func killGroup(pgid int, leaderStart int64) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
 	killed := false
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(stat), ')')
-		fields := strings.Fields(string(stat)[i+1:])
-		if len(fields) < 20 || fields[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		if started := processStartMs(pid); started >= leaderStart {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, p := range allProcs() {
+		if p.pgrp == pgid && p.startMs >= leaderStart {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			killed = true
 		}
 	}

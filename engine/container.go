@@ -264,28 +264,6 @@ func Owner() string {
 	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), processStartMs(os.Getpid()))
 }
 
-// processStartMs is the start time of pid in unix ms from /proc, 0 if unknown.
-func processStartMs(pid int) int64 {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(string(stat)[i+1:])
-	if len(fields) < 20 {
-		return 0
-	}
-	ticks, err := strconv.ParseInt(fields[19], 10, 64) // starttime, field 22
-	if err != nil {
-		return 0
-	}
-	return bootTimeMs() + ticks*1000/100 // USER_HZ is 100 on Linux
-}
-
 func bootTimeMs() int64 {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -432,19 +410,9 @@ func bridgePidOf(name string) (int, bool) {
 
 // killTree SIGKILLs pid's children, then pid.
 func killTree(pid int) {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(stat), ')')
-		if f := strings.Fields(string(stat)[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			_ = syscall.Kill(child, syscall.SIGKILL)
+	for _, p := range allProcs() {
+		if p.ppid == pid {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
