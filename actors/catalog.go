@@ -59,6 +59,21 @@ type CatalogServer struct {
 	validators sync.Map // tool name → func(json.RawMessage) error (compiled lazily)
 }
 
+// newCatalogServer is a server with its tool aliases (ALS-2); known says
+// whether tools is its real list or it is not known yet.
+func newCatalogServer(spec ServerSpec, client *Client, tools []ToolInfo, known bool, funcs *CatalogFuncs) *CatalogServer {
+	cs := &CatalogServer{Spec: spec, Client: client, Known: known}
+	if !known {
+		return cs
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	cs.Tools, cs.Aliases = tools, funcs.ToolAliases(names)
+	return cs
+}
+
 // buildCatalog computes aliases and the search index for servers in config
 // order. tools holds each server's latest known tool list.
 func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[string][]ToolInfo, funcs *CatalogFuncs) *Catalog {
@@ -70,18 +85,11 @@ func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[stri
 	aliases := funcs.ServerAliases(names)
 	for i, spec := range specs {
 		spec.Alias = aliases[i]
-		cs := &CatalogServer{Spec: spec, Client: clients[spec.Name]}
-		if ts, ok := tools[spec.Name]; ok {
-			cs.Tools, cs.Known = ts, true
-			tn := make([]string, len(ts))
-			for j, t := range ts {
-				tn[j] = t.Name
-			}
-			cs.Aliases = funcs.ToolAliases(tn)
-			for j, t := range ts {
-				c.docs = append(c.docs, SearchDoc{Server: spec.Name, ServerAlias: spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[j], Description: t.Description})
-				c.refs = append(c.refs, toolRef{cs, j})
-			}
+		ts, known := tools[spec.Name]
+		cs := newCatalogServer(spec, clients[spec.Name], ts, known, funcs)
+		for j, t := range cs.Tools {
+			c.docs = append(c.docs, SearchDoc{Server: spec.Name, ServerAlias: spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[j], Description: t.Description})
+			c.refs = append(c.refs, toolRef{cs, j})
 		}
 		c.Servers = append(c.Servers, cs)
 		c.byName[spec.Name] = cs

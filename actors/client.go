@@ -177,12 +177,13 @@ func (c *Client) Tools(ctx context.Context) ([]ToolInfo, error) {
 	return r.tools, err
 }
 
-// Ready starts the server if needed, bounded by the start timeout.
-func (c *Client) Ready(ctx context.Context) error {
+// Ready starts the server if needed, bounded by the start timeout, and
+// returns its current tools.
+func (c *Client) Ready(ctx context.Context) ([]ToolInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout+time.Second)
 	defer cancel()
-	_, err := c.use(ctx)
-	return err
+	r, err := c.use(ctx)
+	return r.tools, err
 }
 
 // Call forwards tools/call with raw arguments and returns the raw result.
@@ -216,9 +217,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	}
 	select {
 	case <-r.conn.done:
-		if r.conn.stderr != nil {
-			r.conn.stderr.waitDrained(500 * time.Millisecond) // the child's last words
-		}
+		r.conn.awaitStderr()
 		return nil, fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, r.conn.exitDesc(), r.conn.stderrTail())
 	default:
 	}
@@ -610,9 +609,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		waitClosed(conn.done, 500*time.Millisecond)
 		select {
 		case <-conn.done:
-			if conn.proc != nil {
-				conn.proc.waitDrained(conn.stderr)
-			}
+			conn.awaitStderr()
 			err = fmt.Errorf("Server '%s' failed to start: %s; last stderr: %s", c.spec.Name, conn.exitDesc(), conn.stderrTail())
 		default:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -792,10 +789,10 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// waitDrained gives the stderr drain a moment after an exit, so error
+// awaitStderr gives the stderr drain a moment after an exit, so error
 // messages carry the child's last words.
-func (p *process) waitDrained(t *tailBuffer) {
-	if t != nil {
-		t.waitDrained(500 * time.Millisecond)
+func (s *serverConn) awaitStderr() {
+	if s.stderr != nil {
+		s.stderr.waitDrained(500 * time.Millisecond)
 	}
 }

@@ -130,13 +130,19 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 			return nil, fmt.Errorf("%s", msg)
 		}
 	}
+	// Each server's live tool list comes back with its start, so the
+	// granted servers need no newer catalog snapshot.
+	out := make([]protocol.Server, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, n := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = cat.Server(n).Client.Ready(ctx)
+			s := cat.Server(n)
+			tools, err := s.Client.Ready(ctx)
+			errs[i] = err
+			out[i] = newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs).protocolServer()
 		}()
 	}
 	wg.Wait()
@@ -145,37 +151,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 			return nil, err
 		}
 	}
-	// The start may have brought new tool lists: take a fresh snapshot.
-	if cat, err = r.freshFor(ctx, names); err != nil {
-		return nil, err
-	}
-	out := make([]protocol.Server, 0, len(names))
-	for _, n := range names {
-		out = append(out, cat.Server(n).protocolServer())
-	}
 	return out, nil
-}
-
-// freshFor waits briefly until the catalog knows the tools of every named
-// server (the servers manager publishes them right after a start).
-func (r *Router) freshFor(ctx context.Context, names []string) (*Catalog, error) {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		cat, err := r.Snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		known := true
-		for _, n := range names {
-			if s := cat.Server(n); s == nil || !s.Known {
-				known = false
-			}
-		}
-		if known || time.Now().After(deadline) {
-			return cat, nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // ServeSandbox implements RequestRouter.
@@ -297,17 +273,7 @@ func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*Catalog
 	if err != nil {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
 	}
-	fresh := withTools(s, tools, cat.funcs)
-	return fresh, nil
-}
-
-// withTools is a copy of s with tools, for servers started by this request.
-func withTools(s *CatalogServer, tools []ToolInfo, funcs *CatalogFuncs) *CatalogServer {
-	names := make([]string, len(tools))
-	for i, t := range tools {
-		names[i] = t.Name
-	}
-	return &CatalogServer{Spec: s.Spec, Client: s.Client, Tools: tools, Aliases: funcs.ToolAliases(names), Known: true}
+	return newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs), nil
 }
 
 // search ranks tools over every discovered server (SRC-2). Servers without a

@@ -164,13 +164,8 @@ func pythonAtLeast311(v string) bool {
 // its start time and tool count.
 func (e *Engine) doctorServer(ctx context.Context, spec actors.ServerSpec) Check {
 	name := "server " + spec.Name
-	deps := &actors.ClientDeps{
-		StartTimeout: time.Duration(e.Env.StartTimeout) * time.Second,
-		CallTimeout:  time.Duration(e.Env.CallTimeout) * time.Second,
-		Store:        e.store,
-		OnTools:      func(string, string, []actors.ToolInfo) {},
-		Log:          e.Log,
-	}
+	deps := e.clientDeps()
+	deps.OnTools = func(string, string, []actors.ToolInfo) {}
 	c := actors.NewClient(spec, deps)
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -58,16 +58,8 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.Log = log.With().Str("actor", "router").Logger()
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
-	deps := &actors.ClientDeps{
-		StartTimeout: time.Duration(env.StartTimeout) * time.Second,
-		CallTimeout:  time.Duration(env.CallTimeout) * time.Second,
-		IdleTimeout:  time.Duration(max(env.ServerIdle, 0)) * time.Second,
-		Children:     e.children,
-		Store:        e.store,
-		Log:          log,
-	}
 	e.serversSup = suture.New("servers", e.spec())
-	e.servers = actors.NewServers(e.serversSup, deps, funcs, e.router, func(string) suture.Spec { return e.spec() })
+	e.servers = actors.NewServers(e.serversSup, e.clientDeps(), funcs, e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
 		Stamp: func() string {
@@ -105,6 +97,19 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		MaxCodeBytes:   env.MaxFrameBytes,
 	}
 	return e
+}
+
+// clientDeps is a fresh set of the dependencies client actors share; the
+// servers manager sets its OnTools.
+func (e *Engine) clientDeps() *actors.ClientDeps {
+	return &actors.ClientDeps{
+		StartTimeout: time.Duration(e.Env.StartTimeout) * time.Second,
+		CallTimeout:  time.Duration(e.Env.CallTimeout) * time.Second,
+		IdleTimeout:  time.Duration(max(e.Env.ServerIdle, 0)) * time.Second,
+		Children:     e.children,
+		Store:        e.store,
+		Log:          e.Log,
+	}
 }
 
 // resolve confirms the configuration is current (RLD-1), then maps the
