@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,13 +20,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/bridge-mcp/bridge/tests/faketools"
 )
 
 func main() {
@@ -101,72 +99,10 @@ func run(args []string) int {
 	return 0
 }
 
-const (
-	echoSchema = `{"type":"object","properties":{` +
-		`"text":{"type":"string","description":"Text to return."},` +
-		`"repeat":{"type":"integer","minimum":0,"description":"How many times to repeat text (default 1)."}},` +
-		`"required":["text"]}`
-	addSchema = `{"type":"object","properties":{` +
-		`"a":{"type":"number","description":"First addend."},` +
-		`"b":{"type":"number","description":"Second addend."}},` +
-		`"required":["a","b"]}`
-	sleepSchema = `{"type":"object","properties":{` +
-		`"seconds":{"type":"number","minimum":0,"description":"How long to sleep, in seconds."}},` +
-		`"required":["seconds"]}`
-)
-
 func newServer(name string, structured bool) *server.MCPServer {
 	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true), server.WithRecovery())
-	s.AddTool(mcp.NewToolWithRawSchema("echo", "Return text, optionally repeated.", json.RawMessage(echoSchema)),
-		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			text, err := req.RequireString("text")
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			n := req.GetInt("repeat", 1)
-			if n < 0 {
-				return mcp.NewToolResultError("repeat must be >= 0"), nil
-			}
-			out := strings.Repeat(text, n)
-			if structured {
-				return mcp.NewToolResultStructured(map[string]any{"text": out}, out), nil
-			}
-			return mcp.NewToolResultText(out), nil
-		})
-	s.AddTool(mcp.NewToolWithRawSchema("add", "Add two numbers; returns JSON {\"sum\": a+b}.", json.RawMessage(addSchema)),
-		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			a, err := req.RequireFloat("a")
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			b, err := req.RequireFloat("b")
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			sum, err := json.Marshal(a + b)
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			return mcp.NewToolResultText(`{"sum": ` + string(sum) + `}`), nil
-		})
-	s.AddTool(mcp.NewToolWithRawSchema("sleep", "Sleep for the given number of seconds; ends early when cancelled.", json.RawMessage(sleepSchema)),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			sec, err := req.RequireFloat("seconds")
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			if sec < 0 {
-				return mcp.NewToolResultError("seconds must be >= 0"), nil
-			}
-			t := time.NewTimer(time.Duration(sec * float64(time.Second)))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return mcp.NewToolResultText("slept " + strconv.FormatFloat(sec, 'f', -1, 64)), nil
-			case <-ctx.Done():
-				fmt.Fprintln(os.Stderr, "sleep cancelled")
-				return nil, ctx.Err()
-			}
-		})
+	s.AddTool(faketools.Tool("echo", "Return text, optionally repeated.", faketools.EchoSchema), faketools.Echo(structured))
+	s.AddTool(faketools.Tool("add", "Add two numbers; returns JSON {\"sum\": a+b}.", faketools.AddSchema), faketools.Add)
+	s.AddTool(faketools.Tool("sleep", "Sleep for the given number of seconds; ends early when cancelled.", faketools.SleepSchema), faketools.Sleep)
 	return s
 }

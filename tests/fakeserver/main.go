@@ -53,6 +53,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/bridge-mcp/bridge/tests/faketools"
 )
 
 type options struct {
@@ -292,18 +294,6 @@ func newServer(o options) *server.MCPServer {
 }
 
 const (
-	echoSchema = `{"type":"object","properties":{` +
-		`"text":{"type":"string","description":"Text to return."},` +
-		`"repeat":{"type":"integer","minimum":0,"description":"How many times to repeat text (default 1)."}},` +
-		`"required":["text"]}`
-	echoOutputSchema = `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`
-	addSchema        = `{"type":"object","properties":{` +
-		`"a":{"type":"number","description":"First addend."},` +
-		`"b":{"type":"number","description":"Second addend."}},` +
-		`"required":["a","b"]}`
-	sleepSchema = `{"type":"object","properties":{` +
-		`"seconds":{"type":"number","minimum":0,"description":"How long to sleep, in seconds."}},` +
-		`"required":["seconds"]}`
 	failSchema = `{"type":"object","properties":{` +
 		`"message":{"type":"string","description":"Error message to return."}}}`
 	emptySchema = `{"type":"object","properties":{}}`
@@ -322,36 +312,20 @@ const (
 		`"required":["query"]}`
 )
 
-func tool(name, desc, schema string) mcp.Tool {
-	return mcp.NewToolWithRawSchema(name, desc, json.RawMessage(schema))
-}
+func tool(name, desc, schema string) mcp.Tool { return faketools.Tool(name, desc, schema) }
 
 func registerTools(s *server.MCPServer, o options) {
-	echo := tool("echo", "Return text, optionally repeated.", echoSchema)
+	echo := tool("echo", "Return text, optionally repeated.", faketools.EchoSchema)
 	if o.structured {
-		echo.RawOutputSchema = json.RawMessage(echoOutputSchema)
+		echo.RawOutputSchema = json.RawMessage(faketools.EchoOutputSchema)
 	}
 	var counter atomic.Int64
 
 	s.AddTools(
-		server.ServerTool{Tool: echo, Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			text, err := req.RequireString("text")
-			if err != nil {
-				return mcp.NewToolResultError(err.Error()), nil
-			}
-			n := req.GetInt("repeat", 1)
-			if n < 0 {
-				return mcp.NewToolResultError("repeat must be >= 0"), nil
-			}
-			out := strings.Repeat(text, n)
-			if o.structured {
-				return mcp.NewToolResultStructured(map[string]any{"text": out}, out), nil
-			}
-			return mcp.NewToolResultText(out), nil
-		}},
-		server.ServerTool{Tool: tool("add", "Add two numbers; returns JSON {\"sum\": a+b}.", addSchema), Handler: addHandler},
-		server.ServerTool{Tool: tool("get-sum", "Same as add, under a name that is not an identifier.", addSchema), Handler: addHandler},
-		server.ServerTool{Tool: tool("sleep", "Sleep for the given number of seconds; ends early when cancelled.", sleepSchema), Handler: sleepHandler},
+		server.ServerTool{Tool: echo, Handler: faketools.Echo(o.structured)},
+		server.ServerTool{Tool: tool("add", "Add two numbers; returns JSON {\"sum\": a+b}.", faketools.AddSchema), Handler: faketools.Add},
+		server.ServerTool{Tool: tool("get-sum", "Same as add, under a name that is not an identifier.", faketools.AddSchema), Handler: faketools.Add},
+		server.ServerTool{Tool: tool("sleep", "Sleep for the given number of seconds; ends early when cancelled.", faketools.SleepSchema), Handler: faketools.Sleep},
 		server.ServerTool{Tool: tool("fail", "Return a tool error (isError true) with the given message.", failSchema), Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError(req.GetString("message", "failed")), nil
 		}},
@@ -398,42 +372,6 @@ func registerTools(s *server.MCPServer, o options) {
 			return mcp.NewToolResultText(strconv.FormatInt(counter.Add(1), 10)), nil
 		}},
 	)
-}
-
-func addHandler(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, err := req.RequireFloat("a")
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	b, err := req.RequireFloat("b")
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	sum, err := json.Marshal(a + b)
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	return mcp.NewToolResultText(`{"sum": ` + string(sum) + `}`), nil
-}
-
-func sleepHandler(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	sec, err := req.RequireFloat("seconds")
-	if err != nil {
-		return mcp.NewToolResultError(err.Error()), nil
-	}
-	if sec < 0 {
-		return mcp.NewToolResultError("seconds must be >= 0"), nil
-	}
-	t := time.NewTimer(time.Duration(sec * float64(time.Second)))
-	defer t.Stop()
-	start := time.Now()
-	select {
-	case <-t.C:
-		return mcp.NewToolResultText("slept " + strconv.FormatFloat(sec, 'f', -1, 64)), nil
-	case <-ctx.Done():
-		fmt.Fprintf(os.Stderr, "sleep cancelled after %s\n", time.Since(start).Round(time.Millisecond))
-		return nil, ctx.Err()
-	}
 }
 
 func bigHandler(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
