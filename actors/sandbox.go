@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
@@ -39,6 +41,31 @@ type Launcher interface {
 
 // stopBound is how long a stopping sandbox may take before SIGKILL (TMO-4).
 const stopBound = 3 * time.Second
+
+// linkWriteBound is the longest one host write to a sandbox's stdin may
+// take. A sandbox that reads nothing for that long (its supervisor stopped,
+// or user code jams the link) is declared dead and killed; no host
+// goroutine ever waits on the sandbox reading without this bound.
+const linkWriteBound = 10 * time.Second
+
+// Bounds on what sandbox→host requests may hold on the host at once: at most
+// maxRunning are served, at most maxQueued more wait for a slot, and their
+// params together stay within the request budget (requestBudget). A request
+// beyond any bound is refused at once, without keeping its frame.
+const (
+	maxRunning = 32
+	maxQueued  = 32
+	// minRequestBudget is the request budget unless one frame is larger.
+	minRequestBudget = 64 << 20
+)
+
+// maxErrorText caps the message of an error the host sends to the sandbox,
+// and maxEcho caps sandbox-supplied text (a method name) quoted in one, so
+// hostile frames cannot make the host's replies large.
+const (
+	maxErrorText = 8 << 10
+	maxEcho      = 64
+)
 
 // SandboxConfig is what every sandbox of this process shares.
 type SandboxConfig struct {
@@ -73,8 +100,13 @@ type sandbox struct {
 	killed    atomic.Bool // the bridge removed it on purpose
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
-	readers   []io.Closer   // read ends of stdout and stderr, closed by close
-	stdin     io.Closer     // the container's stdin; closing it is the polite stop
+	admitted  chan struct{} // bounds running plus queued sandbox requests
+	held      atomic.Int64  // params bytes of admitted requests, within budget
+	budget    int64
+	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
+	stallOnce sync.Once
+	readers   []io.Closer // read ends of stdout and stderr, closed by close
+	stdin     io.Closer   // the container's stdin; closing it is the polite stop
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -85,7 +117,9 @@ type activeCall struct {
 	scope Scope
 
 	mu        sync.Mutex
-	output    []Chunk
+	output    []Chunk         // finished runs; the current run is in cur
+	cur       strings.Builder // the run being appended to: linear in its size
+	curStream string
 	bytes     int
 	limit     int // the host keeps at most this many bytes (2·C, TRN-3)
 	truncated bool
@@ -103,17 +137,22 @@ func (a *activeCall) add(stream, data string) {
 		return
 	}
 	a.bytes += len(data)
-	if n := len(a.output); n > 0 && a.output[n-1].Stream == stream {
-		a.output[n-1].Data += data
-		return
+	if a.cur.Len() > 0 && a.curStream != stream {
+		a.output = append(a.output, Chunk{Stream: a.curStream, Data: a.cur.String()})
+		a.cur = strings.Builder{}
 	}
-	a.output = append(a.output, Chunk{Stream: stream, Data: data})
+	a.curStream = stream
+	a.cur.WriteString(data)
 }
 
 func (a *activeCall) snapshot() ([]Chunk, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Chunk(nil), a.output...), a.truncated, a.reset
+	out := append([]Chunk(nil), a.output...)
+	if a.cur.Len() > 0 {
+		out = append(out, Chunk{Stream: a.curStream, Data: a.cur.String()})
+	}
+	return out, a.truncated, a.reset
 }
 
 // startSandbox spawns a sandbox process and writes its boot frame; it does
@@ -125,38 +164,48 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	}
 	s := &sandbox{
 		cfg: cfg, name: cmdSpec.Name, session: session,
-		log:    cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
-		stderr: newTailBuffer(50, 8<<10),
-		ready:  make(chan struct{}),
-		slots:  make(chan struct{}, 32),
+		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
+		stderr:   newTailBuffer(50, 8<<10),
+		ready:    make(chan struct{}),
+		slots:    make(chan struct{}, maxRunning),
+		admitted: make(chan struct{}, maxRunning+maxQueued),
+		budget:   int64(max(cfg.MaxFrame, minRequestBudget)),
+		stalled:  make(chan struct{}),
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
 	cmd.Dir = cmdSpec.Dir
-	stdin, err := cmd.StdinPipe()
+	// Own every pipe: stdin is an *os.File so writes to it can have a
+	// deadline; exec.Cmd.Wait would close StdoutPipe readers and could drop
+	// the last frames the sandbox wrote before exiting.
+	var files []*os.File
+	pipe := func() (r, w *os.File) {
+		if err == nil {
+			if r, w, err = os.Pipe(); err == nil {
+				files = append(files, r, w)
+			}
+		}
+		return r, w
+	}
+	inR, inW := pipe()
+	outR, outW := pipe()
+	errR, errW := pipe()
 	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	// Own the read ends: exec.Cmd.Wait would close StdoutPipe readers and
-	// could drop the last frames the sandbox wrote before exiting.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	s.readers = []io.Closer{outR, errR}
-	s.stdin = stdin
-	stream := protocol.NewLineStream(outR, stdin, multiCloser{stdin, outR}, cfg.MaxFrame, s.log)
+	s.stdin = inW
+	stream := protocol.NewLineStream(outR, inW, multiCloser{inW, outR}, cfg.MaxFrame, s.log)
+	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.spawned = time.Now()
 	// The CLI dies with the bridge (CLN-2); its own process group lets the
 	// bridge kill it and anything it started.
 	s.proc, err = startProcess(cmd)
+	inR.Close()
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -165,20 +214,46 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
 	s.exited = s.proc.exited
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.stderr.drain(errR, s.log)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.watchLink()
 	}()
 	boot, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": protocol.MethodBoot, "params": cfg.Boot})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		// The boot frame may exceed the pipe buffer; writing it must not
-		// block the caller. A failed write shows up as an early exit.
-		_, _ = stdin.Write(append(boot, '\n'))
+		// block the caller. The container may take the whole start timeout
+		// to read it; a failed write shows up as an early exit.
+		_ = stream.WriteLine(append(boot, '\n'), cfg.StartTimeout)
 	}()
 	return s, nil
+}
+
+// watchLink kills the sandbox when a write to its stdin stalled: the link is
+// dead, and nothing may wait on it any more. It ends when the process exits.
+func (s *sandbox) watchLink() {
+	select {
+	case <-s.stalled:
+		s.log.Warn().Dur("bound", linkWriteBound).Msg("link: the sandbox stopped reading its stdin; killing it")
+		s.kill()
+	case <-s.exited:
+	}
+}
+
+// linkStalled reports whether the link was declared dead by a stalled write.
+func (s *sandbox) linkStalled() bool {
+	select {
+	case <-s.stalled:
+		return true
+	default:
+		return false
+	}
 }
 
 // multiCloser closes each of its members.
@@ -234,10 +309,15 @@ func (s *sandbox) alive() bool {
 	}
 }
 
+// interrupt sends the interrupt frame for call without waiting for it: the
+// write may wait behind a stalled link, for at most linkWriteBound, and the
+// caller's own deadlines must keep running meanwhile. close waits for it.
 func (s *sandbox) interrupt(call int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = s.conn.Notify(ctx, protocol.MethodInterrupt, protocol.CallParams{Call: call})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = s.conn.Notify(context.Background(), protocol.MethodInterrupt, protocol.CallParams{Call: call})
+	}()
 }
 
 // kill stops the sandbox at once (hard timeout, failed start, shutdown). The
@@ -253,22 +333,21 @@ func (s *sandbox) kill() {
 	s.cfg.Launcher.Remove(ctx, s.name)
 }
 
-// close stops the sandbox politely (shutdown frame when it is up, stdin
-// EOF), else kills it; the container is always removed by name. It then
-// waits for every goroutine of the sandbox. A sandbox still starting is
-// closed politely too: killing the CLI while it creates the container
-// strands conmon and `runc init` outside podman's records.
+// close stops the sandbox politely (stdin EOF, which the supervisor treats
+// as a shutdown frame), else kills it; the container is always removed by
+// name. It then waits for every goroutine of the sandbox. Nothing here waits
+// on the sandbox reading: closing stdin ends any write in progress. A
+// sandbox still starting is closed politely too: killing the CLI while it
+// creates the container strands conmon and `runc init` outside podman's
+// records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
 		s.killed.Store(true)
-		polite := s.alive()
+		polite := s.alive() && !s.linkStalled()
 		if polite {
 			wait := time.Second
 			select {
 			case <-s.ready:
-				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-				_ = s.conn.Notify(ctx, protocol.MethodShutdown, struct{}{})
-				cancel()
 			default:
 				// Still starting: the container sees EOF once it runs.
 				wait = stopBound
@@ -318,15 +397,36 @@ func (s *sandbox) signalGroup(sig syscall.Signal) { s.proc.signalGroup(sig) }
 func (s *sandbox) exitCode() int { return s.proc.code }
 
 // Handle implements jsonrpc2.Handler. Notifications are handled in order on
-// the reader goroutine; requests run concurrently, bounded by slots.
+// the reader goroutine; requests run concurrently, bounded by slots. What
+// requests hold on the host is bounded: an unknown method, or a request
+// beyond maxRunning+maxQueued or the byte budget, is refused on the reader
+// goroutine without keeping its frame (while that reply waits on a full
+// link, the reader reads nothing more: back-pressure, bounded by
+// linkWriteBound).
 func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
 		s.handleNotification(req)
 		return
 	}
+	if !knownBoxMethods[req.Method] {
+		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
+		return
+	}
+	size := int64(len(req.Method))
+	if req.Params != nil {
+		size += int64(len(*req.Params))
+	}
+	if !s.admit(size) {
+		s.log.Warn().Str("method", req.Method).Int64("bytes", size).Msg("link: refused a sandbox request over the in-flight bounds")
+		s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
+			"Too many requests in flight from this sandbox (at most %d running and %d waiting, %d MiB of params); wait for some to finish",
+			maxRunning, maxQueued, s.budget>>20)))
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer s.release(size)
 		select {
 		case s.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -335,17 +435,62 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		defer func() { <-s.slots }()
 		result, err := s.serveRequest(ctx, req)
 		if err != nil {
-			var rpcErr *jsonrpc2.Error
-			if !errors.As(err, &rpcErr) {
-				rpcErr = LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
-			}
-			_ = conn.ReplyWithError(ctx, req.ID, rpcErr)
+			s.replyError(ctx, conn, req.ID, err)
 			return
 		}
 		if err := conn.Reply(ctx, req.ID, result); err != nil && errors.Is(err, protocol.ErrFrameTooLarge) {
-			_ = conn.ReplyWithError(ctx, req.ID, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, err.Error()))
+			s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, err.Error()))
 		}
 	}()
+}
+
+// admit reserves room for one request of size bytes; false when the
+// request would exceed the count or byte bounds. One request is always
+// admitted when nothing else is held, whatever its size (it is within the
+// frame cap).
+func (s *sandbox) admit(size int64) bool {
+	select {
+	case s.admitted <- struct{}{}:
+	default:
+		return false
+	}
+	if held := s.held.Add(size); held > s.budget && held != size {
+		s.release(size)
+		return false
+	}
+	return true
+}
+
+func (s *sandbox) release(size int64) {
+	s.held.Add(-size)
+	<-s.admitted
+}
+
+// replyError sends err to the sandbox with its message capped at
+// maxErrorText.
+func (s *sandbox) replyError(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, err error) {
+	var rpcErr *jsonrpc2.Error
+	if !errors.As(err, &rpcErr) {
+		rpcErr = LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	if len(rpcErr.Message) > maxErrorText {
+		c := *rpcErr
+		c.Message = clip(c.Message, maxErrorText)
+		rpcErr = &c
+	}
+	_ = conn.ReplyWithError(ctx, id, rpcErr)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… [%d bytes cut]", s[:cut], len(s)-cut)
 }
 
 func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
@@ -379,9 +524,6 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 }
 
 func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	if !knownBoxMethods[req.Method] {
-		return nil, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", req.Method)}
-	}
 	a := s.active.Load()
 	if a == nil {
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "No run_python call is active in this session")
@@ -424,24 +566,38 @@ func newTailBuffer(lines, bytes int) *tailBuffer {
 	return &tailBuffer{maxLines: lines, maxBytes: bytes, drained: make(chan struct{})}
 }
 
+// drain reads r to its end. Its cost is linear in what it reads: a line
+// longer than maxBytes keeps only its last maxBytes, so an unterminated
+// flood costs one bounded buffer, never a growing one.
 func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
 	defer close(t.drained)
 	buf := make([]byte, 32<<10)
-	var partial string
+	var partial []byte // the unterminated line so far, at most maxBytes
+	keep := func(b []byte) {
+		partial = append(partial, b...)
+		if over := len(partial) - t.maxBytes; over > 0 {
+			partial = append(partial[:0], partial[over:]...)
+		}
+	}
 	for {
 		n, err := r.Read(buf)
-		if n > 0 {
-			text := partial + string(buf[:n])
-			parts := strings.Split(text, "\n")
-			partial = parts[len(parts)-1]
-			for _, line := range parts[:len(parts)-1] {
-				t.add(line)
-				log.Debug().Str("stderr", line).Msg("sandbox stderr")
+		data := buf[:n]
+		for len(data) > 0 {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				keep(data)
+				break
 			}
+			keep(data[:i])
+			line := string(partial)
+			partial = partial[:0]
+			data = data[i+1:]
+			t.add(line)
+			log.Debug().Str("stderr", line).Msg("sandbox stderr")
 		}
 		if err != nil {
-			if partial != "" {
-				t.add(partial)
+			if len(partial) > 0 {
+				t.add(string(partial))
 			}
 			return
 		}

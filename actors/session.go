@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,10 +33,17 @@ type ExecRequest struct {
 type Session struct {
 	name     string
 	cfg      *SandboxConfig
-	spares   *Sessions // the spare supplier; nil starts containers directly
+	spares   *Sessions // the spare supplier and the manager; nil starts containers directly
 	requests chan *ExecRequest
 	control  chan sessionControl
 	log      zerolog.Logger
+
+	// mu guards stopped: Exec sends on requests only under the read lock with
+	// stopped unset, so once Serve has set it under the write lock, the
+	// channel's content is final and Serve answers all of it.
+	mu      sync.RWMutex
+	stopped string        // "" while accepting; else evicted or stopping
+	done    chan struct{} // closed when the session takes no more requests
 
 	// Owned by the Serve goroutine.
 	sb        *sandbox
@@ -43,12 +51,19 @@ type Session struct {
 	lastUsed  time.Time
 	loss      string // a state loss not yet reported
 	idleLimit time.Duration
+	closing   sync.WaitGroup // sandboxes being closed; waited for before Serve returns
 }
+
+// Reasons a session stopped taking requests.
+const (
+	stoppedEvicted  = "evicted"
+	stoppedShutdown = "shutdown"
+)
 
 type sessionControl struct {
 	now   time.Time
 	evict bool      // end the session if idle (SES-6)
-	reply chan bool // true when the session ended its sandbox
+	reply chan bool // true when the session ended
 }
 
 // NewSession returns the actor for name; spares may be nil.
@@ -57,6 +72,7 @@ func NewSession(name string, cfg *SandboxConfig, spares *Sessions, idle time.Dur
 		name: name, cfg: cfg, spares: spares, idleLimit: idle, loss: loss,
 		requests: make(chan *ExecRequest, 128),
 		control:  make(chan sessionControl, 1),
+		done:     make(chan struct{}),
 		log:      cfg.Log.With().Str("actor", "session").Str("session", name).Logger(),
 		lastUsed: time.Now(),
 	}
@@ -64,14 +80,71 @@ func NewSession(name string, cfg *SandboxConfig, spares *Sessions, idle time.Dur
 
 func (s *Session) String() string { return "session:" + s.name }
 
-// Exec queues req. It never blocks past ctx.
+// Done is closed when the session takes no more requests (it was evicted,
+// or the bridge is stopping).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Exec queues req. It returns false only when ctx ended first; otherwise req
+// gets exactly one Result on req.Reply. A request for an evicted session is
+// handed to the session that replaces it under the same name.
 func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
-	select {
-	case s.requests <- req:
-		return true
-	case <-ctx.Done():
-		return false
+	s.mu.RLock()
+	stopped := s.stopped
+	if stopped == "" {
+		defer s.mu.RUnlock()
+		select {
+		case s.requests <- req:
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
+	s.mu.RUnlock()
+	if stopped == stoppedEvicted && s.spares != nil {
+		next, err := s.spares.Get(ctx, s.name)
+		if err == nil && next != s {
+			return next.Exec(ctx, req)
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
+	return true
+}
+
+// hold takes the write lock, so no Exec can send, and returns queue with
+// every request already sent appended; settle releases it. Senders waiting
+// on a full channel hold the read lock, so the channel is drained while the
+// write lock is awaited.
+func (s *Session) hold(queue []*ExecRequest) []*ExecRequest {
+	locked := make(chan struct{})
+	go func() {
+		s.mu.Lock()
+		close(locked)
+	}()
+	for {
+		select {
+		case req := <-s.requests:
+			queue = append(queue, req)
+		case <-locked:
+			for {
+				select {
+				case req := <-s.requests:
+					queue = append(queue, req)
+				default:
+					return queue
+				}
+			}
+		}
+	}
+}
+
+// settle sets why the session stopped ("": it takes requests) and releases
+// the write lock hold took.
+func (s *Session) settle(why string) {
+	s.stopped = why
+	s.mu.Unlock()
 }
 
 // callDone is what a call goroutine hands back to the actor.
@@ -81,11 +154,15 @@ type callDone struct {
 	reset  bool
 }
 
-// Serve runs the actor until ctx ends, then stops its sandbox.
+// Serve runs the actor until ctx ends or it is evicted, then stops its
+// sandbox and waits for every sandbox it is closing. Each queued request has
+// its own deadline timer (TMO-1): the earliest deadline in the queue is
+// armed, wherever that request is.
 func (s *Session) Serve(ctx context.Context) error {
+	defer s.closing.Wait()
 	defer func() {
 		if s.sb != nil {
-			s.sb.close()
+			s.closeAsync(s.sb)
 			s.sb = nil
 		}
 	}()
@@ -105,12 +182,19 @@ func (s *Session) Serve(ctx context.Context) error {
 			expire.Stop()
 			expire = nil
 		}
-		if len(queue) > 0 {
-			expire = time.NewTimer(time.Until(queue[0].Deadline))
+		if len(queue) == 0 {
+			return
 		}
+		first := queue[0].Deadline
+		for _, req := range queue[1:] {
+			if req.Deadline.Before(first) {
+				first = req.Deadline
+			}
+		}
+		expire = time.NewTimer(time.Until(first))
 	}
 	for {
-		if running == nil {
+		if running == nil && len(queue) > 0 {
 			for len(queue) > 0 && running == nil {
 				req := queue[0]
 				queue = queue[1:]
@@ -118,9 +202,12 @@ func (s *Session) Serve(ctx context.Context) error {
 					req.Reply <- Result{Status: StatusError, Error: "cancelled", Session: s.name}
 					continue
 				}
+				s.calls++
+				call, loss := s.calls, s.loss
+				s.loss = "" // reported by this call
 				running = make(chan callDone, 1)
 				go func(sb *sandbox, out chan callDone) {
-					done := s.runCall(ctx, sb, req)
+					done := s.runCall(ctx, sb, req, call, loss)
 					req.Reply <- done.result
 					out <- done
 				}(s.sb, running)
@@ -131,96 +218,151 @@ func (s *Session) Serve(ctx context.Context) error {
 		select {
 		case req := <-s.requests:
 			queue = append(queue, req)
-			if len(queue) == 1 {
-				rearm()
-			}
+			rearm()
 		case <-expireC():
 			now := time.Now()
-			for len(queue) > 0 && !queue[0].Deadline.After(now) {
-				req := queue[0]
-				queue = queue[1:]
+			kept := queue[:0]
+			for _, req := range queue {
+				if req.Deadline.After(now) {
+					kept = append(kept, req)
+					continue
+				}
 				t := int(req.Timeout / time.Second)
 				req.Reply <- Result{
 					Status: StatusTimeout, Session: s.name, TimeoutSeconds: t,
 					Error: fmt.Sprintf("Session '%s' was busy with another call for the whole %ds timeout", s.name, t),
 				}
 			}
+			queue = kept
 			rearm()
 		case done := <-running:
 			running = nil
 			s.sb = done.sb
 			s.lastUsed = time.Now()
 			if done.reset && s.sb != nil {
-				s.sb.close() // SES-4: fresh state next call, no stateLost
+				s.closeAsync(s.sb) // SES-4: fresh state next call, no stateLost
 				s.sb = nil
 			}
 		case c := <-s.control:
-			ended := false
-			if running == nil && len(queue) == 0 && s.sb != nil {
-				switch {
-				case c.evict:
-					s.stopSandbox("evicted")
-					ended = true
-				case s.idleLimit > 0 && c.now.Sub(s.lastUsed) > s.idleLimit:
-					s.stopSandbox(fmt.Sprintf("idle for more than %ds", int(s.idleLimit/time.Second)))
-					ended = true
+			if c.evict {
+				// Requests already sent make the session busy: take them
+				// first, with new ones held off while it decides.
+				queue = s.hold(queue)
+				if running == nil && len(queue) == 0 {
+					s.settle(stoppedEvicted)
+					if s.sb != nil {
+						s.endSandbox("evicted")
+					}
+					close(s.done)
+					c.reply <- true
+					<-ctx.Done() // the manager removes this actor
+					return ctx.Err()
 				}
-			} else if c.evict && running == nil && len(queue) == 0 {
-				ended = true // nothing to stop
+				s.settle("")
+				rearm()
+				c.reply <- false
+				continue
+			}
+			if running == nil && len(queue) == 0 && s.sb != nil && s.idleLimit > 0 && c.now.Sub(s.lastUsed) > s.idleLimit {
+				s.endSandbox(fmt.Sprintf("idle for more than %ds", int(s.idleLimit/time.Second)))
 			}
 			if s.sb != nil && !s.sb.alive() && running == nil {
 				s.noteExit(s.sb)
 			}
 			if c.reply != nil {
-				c.reply <- ended
+				c.reply <- false
 			}
 		case <-ctx.Done():
 			if running != nil {
-				<-running // the call goroutine sees ctx and ends within its bounds
+				// The call goroutine sees ctx and ends within its bounds.
+				done := <-running
+				s.sb = done.sb
 			}
+			queue = s.hold(queue)
+			s.settle(stoppedShutdown)
 			for _, req := range queue {
 				req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
 			}
+			close(s.done)
 			return ctx.Err()
 		}
 	}
 }
 
-func (s *Session) stopSandbox(reason string) {
+// closeAsync closes sb beside the actor, which stays responsive meanwhile;
+// Serve waits for it before it returns.
+func (s *Session) closeAsync(sb *sandbox) {
+	s.closing.Add(1)
+	go func() {
+		defer s.closing.Done()
+		sb.close()
+	}()
+}
+
+// endSandbox stops the idle sandbox for reason, which the next call reports.
+func (s *Session) endSandbox(reason string) {
 	s.log.Info().Str("reason", reason).Msg("session ended")
-	s.sb.close()
+	s.closeAsync(s.sb)
 	s.sb = nil
 	s.loss = reason
 }
 
 // noteExit records the death of an idle sandbox (SES-5).
 func (s *Session) noteExit(sb *sandbox) {
-	s.loss = exitReason(sb.exitCode())
+	s.loss = exitReason(sb)
 	s.log.Warn().Int("exitCode", sb.exitCode()).Msg("sandbox exited while idle")
-	sb.close()
+	s.closeAsync(sb)
 	s.sb = nil
 }
 
-func exitReason(code int) string {
-	if code == 137 {
+// exitOOMKilled is the exit code of a sandbox whose worker the kernel's OOM
+// killer ended, as the supervisor tells it from the container cgroup's
+// oom_kill counter (entrypoint/supervisor.py OOM_EXIT). Every other code,
+// 137 included (an external SIGKILL), is reported as the exit code it is.
+const exitOOMKilled = 99
+
+// exitReason is the loss reason of an exited sandbox.
+func exitReason(sb *sandbox) string {
+	switch code := sb.exitCode(); {
+	case sb.linkStalled():
+		return "link stalled"
+	case code == exitOOMKilled:
 		return "memory limit exceeded"
+	default:
+		return fmt.Sprintf("sandbox exited with code %d", code)
 	}
-	return fmt.Sprintf("sandbox exited with code %d", code)
+}
+
+// capField cuts *s to at most n bytes on a rune boundary, with a marker
+// saying how much the host cut; it reports whether it cut.
+func capField(s *string, n int) bool {
+	if len(*s) <= n {
+		return false
+	}
+	*s = clip(*s, n)
+	return true
 }
 
 // acquire returns a ready sandbox: the current one, else the spare, else a
-// new one. The start is bounded by the start timeout.
-func (s *Session) acquire(ctx context.Context, sb *sandbox) (*sandbox, error) {
+// new one, and the loss to report when the current one had died. The start
+// is bounded by the start timeout.
+func (s *Session) acquire(ctx context.Context, sb *sandbox) (_ *sandbox, loss string, err error) {
 	if sb != nil {
 		if sb.alive() {
-			return sb, nil
+			return sb, "", nil
 		}
-		s.loss = exitReason(sb.exitCode())
+		loss = exitReason(sb)
 		sb.close()
 	}
+	sb, err = s.start(ctx)
+	return sb, loss, err
+}
+
+// start returns a new ready sandbox, the spare first when there is one.
+func (s *Session) start(ctx context.Context) (*sandbox, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		var err error
-		sb = nil
+		var sb *sandbox
 		if s.spares != nil && attempt == 0 {
 			sb = s.spares.takeSpare(ctx)
 		}
@@ -241,8 +383,10 @@ func (s *Session) acquire(ctx context.Context, sb *sandbox) (*sandbox, error) {
 	return nil, errors.New("sandbox did not start after a retry")
 }
 
-// runCall runs one call from start to result. It owns sb for the duration.
-func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) callDone {
+// runCall runs one call from start to result, as call number n; loss is a
+// state loss not yet reported. It runs on its own goroutine, owns sb for the
+// duration and touches no field of s that Serve owns.
+func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n int64, loss string) callDone {
 	start := time.Now()
 	t := int(req.Timeout / time.Second)
 	res := Result{Session: s.name, TimeoutSeconds: t}
@@ -250,23 +394,24 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 		res.Servers = append(res.Servers, srv.Name)
 	}
 	finish := func(r Result, sb *sandbox, reset bool) callDone {
-		if s.loss != "" && !r.StateLost {
-			r.StateLost, r.LossReason = true, s.loss
+		if loss != "" && !r.StateLost {
+			r.StateLost, r.LossReason = true, loss
 		}
-		s.loss = ""
 		r.DurationMs = time.Since(start).Milliseconds()
 		return callDone{result: r, sb: sb, reset: reset}
 	}
 
 	// The start of a container counts against the start timeout only.
-	sb, err := s.acquire(ctx, sb)
+	sb, prior, err := s.acquire(ctx, sb)
+	if prior != "" {
+		loss = prior
+	}
 	if err != nil {
 		res.Status, res.Error = StatusError, err.Error()
 		return finish(res, nil, false)
 	}
-	s.calls++
 	call := &activeCall{
-		scope: Scope{Session: s.name, Call: s.calls, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
+		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 	}
 	sb.active.Store(call)
@@ -344,7 +489,15 @@ wait:
 	res.Output = output
 	if got.err == nil {
 		r := got.r
-		res.Truncated = truncated || r.Truncated
+		// The reply may be forged by user code: every field it carries
+		// is capped here, whatever the sandbox's own caps did (TRN-3).
+		cut := capField(&r.Error, s.cfg.MaxOutput)
+		if r.Result != nil {
+			v := *r.Result
+			cut = capField(&v, s.cfg.MaxOutput) || cut
+			r.Result = &v
+		}
+		res.Truncated = truncated || r.Truncated || cut
 		res.Value = r.Result
 		switch {
 		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
@@ -378,27 +531,32 @@ wait:
 	}
 	<-sb.exited
 	code := sb.exitCode()
+	stalled := sb.linkStalled()
 	sb.close()
 	res.StateLost = true
 	switch {
-	case !died && !timedOut && !hardKill:
-		res.Status = StatusError
-		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
-		res.LossReason = "invalid reply from the sandbox"
 	case timedOut || hardKill:
 		res.Status = StatusTimeout
 		res.Error = fmt.Sprintf("Execution timed out after %ds", t)
 		res.LossReason = "timeout"
-	case code == 137:
+	case stalled:
+		res.Status = StatusError
+		res.Error = fmt.Sprintf("The sandbox stopped reading its link for %ds; the session was restarted", int(linkWriteBound/time.Second))
+		res.LossReason = "link stalled"
+	case !died:
+		res.Status = StatusError
+		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
+		res.LossReason = "invalid reply from the sandbox"
+	case code == exitOOMKilled:
 		res.Status = StatusError
 		res.ExitCode = IntPtr(137)
 		res.Error = fmt.Sprintf("memory limit exceeded (MCP_BRIDGE_MEMORY=%s); the session was restarted", s.cfg.MemoryLabel)
-		res.LossReason = "memory limit exceeded"
+		res.LossReason = exitReason(sb)
 	default:
 		res.Status = StatusError
 		res.ExitCode = IntPtr(code)
 		res.Error = fmt.Sprintf("Sandbox exited with code %d", code)
-		res.LossReason = exitReason(code)
+		res.LossReason = exitReason(sb)
 	}
 	s.log.Warn().Int("exitCode", code).Str("reason", res.LossReason).Msg("session state lost")
 	return finish(res, nil, false)

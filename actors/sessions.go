@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -28,6 +29,7 @@ type Sessions struct {
 	gets   chan getSession
 	spares chan chan *sandbox
 	ticks  chan time.Time
+	done   chan struct{} // closed when Serve has returned for good
 
 	// Owned by the Serve goroutine.
 	live      map[string]*liveSession
@@ -63,6 +65,7 @@ func NewSessions(cfg *SandboxConfig, sup *suture.Supervisor, maxSessions int, id
 		gets:   make(chan getSession),
 		spares: make(chan chan *sandbox),
 		ticks:  make(chan time.Time, 1),
+		done:   make(chan struct{}),
 		live:   map[string]*liveSession{},
 		lost:   map[string]string{},
 	}
@@ -70,11 +73,16 @@ func NewSessions(cfg *SandboxConfig, sup *suture.Supervisor, maxSessions int, id
 
 func (m *Sessions) String() string { return "sessions" }
 
+// errShuttingDown answers a call that arrives while the bridge stops.
+var errShuttingDown = errors.New("the bridge is shutting down")
+
 // Get returns the actor for name, creating it if needed (SES-6).
 func (m *Sessions) Get(ctx context.Context, name string) (*Session, error) {
 	reply := make(chan getReply, 1)
 	select {
 	case m.gets <- getSession{name, reply}:
+	case <-m.done:
+		return nil, errShuttingDown
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -100,6 +108,8 @@ func (m *Sessions) takeSpare(ctx context.Context) *sandbox {
 	reply := make(chan *sandbox, 1)
 	select {
 	case m.spares <- reply:
+	case <-m.done:
+		return nil
 	case <-ctx.Done():
 		return nil
 	}
@@ -111,10 +121,15 @@ func (m *Sessions) takeSpare(ctx context.Context) *sandbox {
 	}
 }
 
-// Serve runs the manager until ctx ends.
+// Serve runs the manager until ctx ends. It never waits on a session
+// stopping: an evicted session replies at once and closes its sandbox on its
+// own; the supervisor owns its stop and waits for it at shutdown.
 func (m *Sessions) Serve(ctx context.Context) error {
 	m.startSpare()
 	defer func() {
+		if ctx.Err() != nil {
+			m.closeDone()
+		}
 		if m.spare != nil {
 			m.spare.close()
 			m.spare = nil
@@ -174,6 +189,14 @@ func (m *Sessions) adoptedUp() <-chan struct{} {
 	}
 }
 
+func (m *Sessions) closeDone() {
+	select {
+	case <-m.done:
+	default:
+		close(m.done)
+	}
+}
+
 func (m *Sessions) closeAsync(sb *sandbox) {
 	m.closing.Add(1)
 	go func() {
@@ -216,20 +239,29 @@ func (m *Sessions) evictOne(ctx context.Context) bool {
 	for _, n := range names {
 		ls := m.live[n]
 		reply := make(chan bool, 1)
+		ended := false
 		select {
 		case ls.s.control <- sessionControl{now: time.Now(), evict: true, reply: reply}:
-		case <-ctx.Done():
-			return false
-		}
-		select {
-		case ended := <-reply:
-			if !ended {
-				continue
+			select {
+			case ended = <-reply:
+			case <-ls.s.Done():
+				ended = true
+			case <-ctx.Done():
+				return false
 			}
+		case <-ls.s.Done():
+			ended = true
 		case <-ctx.Done():
 			return false
 		}
-		_ = m.sup.RemoveAndWait(ls.token, 10*time.Second)
+		if !ended {
+			continue
+		}
+		// The session has ended its sandbox's close beside itself; removal
+		// only cancels its context, and the supervisor waits for it.
+		if err := m.sup.Remove(ls.token); err != nil {
+			m.log.Warn().Err(err).Str("session", n).Msg("could not remove an evicted session")
+		}
 		delete(m.live, n)
 		m.lost[n] = "evicted"
 		m.log.Info().Str("session", n).Msg("evicted the least recently used idle session")

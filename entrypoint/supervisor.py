@@ -7,8 +7,12 @@ forked before any thread starts, so it skips a second interpreter start. On
 stdin EOF or a shutdown frame the supervisor closes the worker's input,
 waits 2 s, kills the worker and exits; on an interrupt frame for the active
 call it sends SIGINT to the worker. When the worker dies on its own, the
-supervisor exits with the worker's status (128+signal for a signal), so the
-host sees, e.g., 137 for an out-of-memory kill.
+supervisor exits with the worker's status (128+signal for a signal), with
+one exception: a worker the kernel's OOM killer ended (the container
+cgroup's oom_kill counter rose) exits with OOM_EXIT, so the host can tell a
+memory limit from any other SIGKILL (an external kill shows as 137). A
+worker that exits with OOM_EXIT itself is reported as 1, so user code
+cannot claim an OOM it did not cause.
 """
 import json
 import os
@@ -18,9 +22,29 @@ import threading
 import types
 
 GRACE = 2.0
+OOM_EXIT = 99  # protocol.ExitOOMKilled
+_OOM_COUNTERS = (
+    ("/sys/fs/cgroup/memory.events", "oom_kill"),  # cgroup v2 (private cgroupns)
+    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),  # cgroup v1
+)
+
+
+def _oom_kills():
+    """The container cgroup's OOM kill count, or None when unreadable."""
+    for path, key in _OOM_COUNTERS:
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def main(boot, src, argv):
+    ooms = _oom_kills()
     to_w_r, to_w_w = os.pipe()
     # The worker writes its frames straight to the container's stdout through
     # a private copy; only the host→worker direction is relayed, so the
@@ -88,6 +112,10 @@ def main(boot, src, argv):
         if state["stopping"]:
             threading.Event().wait()  # stop() exits the process
     code = os.waitstatus_to_exitcode(status)
+    if code == -signal.SIGKILL and ooms is not None and (_oom_kills() or 0) > ooms:
+        os._exit(OOM_EXIT)
+    if code == OOM_EXIT:
+        code = 1
     os._exit(128 - code if code < 0 else code)
 
 

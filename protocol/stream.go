@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -22,10 +25,15 @@ type LineStream struct {
 	maxFrame int
 	log      zerolog.Logger
 
-	wmu    sync.Mutex // guards w and closed
-	w      io.Writer
-	closer io.Closer
-	closed bool
+	wmu     sync.Mutex // guards w and broken; held for at most one bounded write
+	w       io.Writer
+	broken  error         // the first failed write: the framing is lost, every later write fails
+	bound   time.Duration // the longest one write may take; 0: unbounded
+	stalled func()        // called once when a write hits its bound
+
+	closeOnce sync.Once
+	closer    io.Closer
+	closed    atomic.Bool
 }
 
 // NewLineStream reads frames from r and writes them to w; Close closes c.
@@ -33,11 +41,24 @@ func NewLineStream(r io.Reader, w io.Writer, c io.Closer, maxFrame int, log zero
 	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, maxFrame: maxFrame, log: log}
 }
 
+// BoundWrites makes every write give up after d when w supports write
+// deadlines (an *os.File pipe does): the write fails, the stream is broken
+// for good, and stalled is called once. A peer that stops reading can then
+// never hold a writer, or jsonrpc2's send lock, longer than d. Call it
+// before the stream is used.
+func (s *LineStream) BoundWrites(d time.Duration, stalled func()) {
+	s.bound, s.stalled = d, stalled
+}
+
 // ErrFrameTooLarge is returned by WriteObject for an object whose encoding
 // exceeds the frame cap; the link stays usable.
 var ErrFrameTooLarge = errors.New("frame too large")
 
-// WriteObject writes obj as one line.
+// ErrLinkStalled is returned by every write once one write could not
+// complete within the stream's bound: the peer stopped reading.
+var ErrLinkStalled = errors.New("link stalled: the peer stopped reading")
+
+// WriteObject writes obj as one line, within the stream's write bound.
 func (s *LineStream) WriteObject(obj any) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -46,13 +67,41 @@ func (s *LineStream) WriteObject(obj any) error {
 	if len(data) > s.maxFrame {
 		return fmt.Errorf("frame of %d bytes exceeds the %d-byte limit: %w", len(data), s.maxFrame, ErrFrameTooLarge)
 	}
-	data = append(data, '\n')
+	return s.WriteLine(append(data, '\n'), s.bound)
+}
+
+// WriteLine writes one already encoded line (with its '\n') within d (0:
+// unbounded). A failed or timed-out write breaks the stream: part of the
+// line may have left, so no later frame could be parsed.
+func (s *LineStream) WriteLine(line []byte, d time.Duration) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return io.ErrClosedPipe
 	}
-	_, err = s.w.Write(data)
+	if s.broken != nil {
+		return s.broken
+	}
+	bounded := false
+	if dw, ok := s.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		var at time.Time // zero: no deadline
+		if d > 0 {
+			at = time.Now().Add(d)
+		}
+		bounded = dw.SetWriteDeadline(at) == nil && d > 0
+	}
+	_, err := s.w.Write(line)
+	if err == nil {
+		return nil
+	}
+	if bounded && errors.Is(err, os.ErrDeadlineExceeded) {
+		s.broken = fmt.Errorf("%w (no write progress for %s)", ErrLinkStalled, d)
+		if s.stalled != nil {
+			s.stalled()
+		}
+		return s.broken
+	}
+	s.broken = err
 	return err
 }
 
@@ -131,16 +180,15 @@ func head(b []byte, n int) string {
 	return string(b)
 }
 
-// Close closes the underlying writer/closer once.
+// Close closes the underlying writer/closer once. It never waits for a
+// write in progress: closing an *os.File pipe ends a blocked write at once.
 func (s *LineStream) Close() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	if s.closer != nil {
-		return s.closer.Close()
-	}
-	return nil
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.closer != nil {
+			err = s.closer.Close()
+		}
+	})
+	return err
 }
