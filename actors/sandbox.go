@@ -56,7 +56,7 @@ const (
 	maxRunning = 32
 	maxQueued  = 32
 	// minRequestBudget is the request budget unless one frame is larger.
-	minRequestBudget = 64 << 20
+	minRequestBudget = 32 << 20
 )
 
 // maxErrorText caps the message of an error the host sends to the sandbox,
@@ -107,6 +107,7 @@ type sandbox struct {
 	stallOnce sync.Once
 	readers   []io.Closer // read ends of stdout and stderr, closed by close
 	stdin     io.Closer   // the container's stdin; closing it is the polite stop
+	watchdog  *process    // removes the container if the bridge dies; nil when none
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -214,6 +215,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
 	s.exited = s.proc.exited
+	s.startWatchdog()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -233,6 +235,60 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		_ = stream.WriteLine(append(boot, '\n'), cfg.StartTimeout)
 	}()
 	return s, nil
+}
+
+// removeArgver is implemented by launchers that can name the command that
+// force-removes a container.
+type removeArgver interface {
+	RemoveArgv(name string) []string
+}
+
+// startWatchdog starts a small process outside the bridge's reach that
+// removes the container when the bridge dies, however it dies: it waits for
+// EOF on a pipe only the bridge holds. Code in the sandbox can stop the
+// supervisor (same uid), so the container's own reaction to stdin EOF is
+// not enough (CLN-2). close kills the watchdog after its own removal.
+func (s *sandbox) startWatchdog() {
+	ra, ok := s.cfg.Launcher.(removeArgver)
+	if !ok || s.name == "" {
+		return
+	}
+	argv := ra.RemoveArgv(s.name)
+	if argv == nil {
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		s.log.Debug().Err(err).Msg("no container watchdog")
+		return
+	}
+	cmd := exec.Command("sh", append([]string{"-c", `read -r _ || exec "$@" >/dev/null 2>&1`, "sh"}, argv...)...)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // no parent-death signal: it must outlive the bridge
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		s.log.Debug().Err(err).Msg("no container watchdog")
+		return
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	s.watchdog = p
+	s.readers = append(s.readers, w) // held open until close
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.code = exitCode(cmd, cmd.Wait())
+		close(p.exited)
+	}()
+}
+
+// stopWatchdog kills the watchdog once the bridge has removed the container
+// itself; the goroutine waiting for it ends with it.
+func (s *sandbox) stopWatchdog() {
+	if s.watchdog != nil && s.watchdog.cmd.Process != nil {
+		_ = s.watchdog.cmd.Process.Kill()
+	}
 }
 
 // watchLink kills the sandbox when a write to its stdin stalled: the link is
@@ -368,6 +424,7 @@ func (s *sandbox) close() {
 			s.signalGroup(syscall.SIGKILL)
 			<-s.exited
 		}
+		s.stopWatchdog()
 		// A grandchild may still hold the write ends; give the drains a
 		// moment, then close the read ends so no goroutine stays blocked.
 		s.stderr.waitDrained(time.Second)

@@ -192,15 +192,27 @@ func (l *Launcher) Remove(ctx context.Context, name string) {
 	if name == "" || l.Local() {
 		return
 	}
-	cli, _, _, err := l.resolve()
-	if err != nil {
+	argv := l.RemoveArgv(name)
+	if argv == nil {
 		return
 	}
-	args := append(l.GlobalArgs(), "rm", "-f", "-t", "0", name)
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "no such container") && !strings.Contains(string(out), "No such container") {
 		l.log.Debug().Err(err).Str("container", name).Str("output", strings.TrimSpace(string(out))).Msg("container remove")
 	}
+}
+
+// RemoveArgv is the command that force-removes the container name at once;
+// nil for the local backend or an unresolved runtime.
+func (l *Launcher) RemoveArgv(name string) []string {
+	if name == "" || l.Local() {
+		return nil
+	}
+	cli, _, _, err := l.resolve()
+	if err != nil {
+		return nil
+	}
+	return append(append([]string{cli}, l.GlobalArgs()...), "rm", "-f", "-t", "0", name)
 }
 
 // StartError turns the CLI's stderr before the ready frame into the

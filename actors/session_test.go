@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/thejerf/suture/v4"
+)
+
+// fakeLauncher starts argv as every sandbox (none when argv is nil); Remove
+// waits for gate (when set) or its context, and counts the calls that
+// returned.
+type fakeLauncher struct {
+	argv     []string
+	gate     chan struct{}
+	n        atomic.Int64
+	returned atomic.Int64
+}
+
+func (f *fakeLauncher) Command(session string) (SandboxCommand, error) {
+	if f.argv == nil {
+		return SandboxCommand{}, errors.New("no sandbox in this test")
+	}
+	return SandboxCommand{Argv: f.argv, Name: fmt.Sprintf("fake-%s-%d", session, f.n.Add(1))}, nil
+}
+
+func (f *fakeLauncher) Remove(ctx context.Context, name string) {
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+		}
+	}
+	f.returned.Add(1)
+}
+
+func (f *fakeLauncher) StartError(stderr string, code int) (error, bool) {
+	return fmt.Errorf("fake sandbox exited with code %d", code), false
+}
+
+// fakeSandboxScript answers the boot frame with ready and the first exec
+// with success, then stops reading (and ignores stdin EOF) until killed.
+const fakeSandboxScript = `read -r boot
+printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
+read -r exec
+printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}'
+exec sleep 60`
+
+func testConfig(l Launcher) *SandboxConfig {
+	return &SandboxConfig{Launcher: l, MaxFrame: 1 << 20, MaxOutput: 1 << 10, StartTimeout: 2 * time.Second, Log: zerolog.Nop()}
+}
+
+// startSessions runs a sessions manager under its own supervisor until the
+// test ends.
+func startSessions(t *testing.T, cfg *SandboxConfig, maxSessions int) *Sessions {
+	t.Helper()
+	sup := suture.New("sessions-test", suture.Spec{EventHook: func(suture.Event) {}})
+	m := NewSessions(cfg, sup, maxSessions, 0)
+	sup.Add(m)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := sup.ServeBackground(ctx)
+	t.Cleanup(func() {
+		cancel()
+		<-errc
+	})
+	return m
+}
+
+func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {
+	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan Result, 1)}
+}
+
+// TestEvictedSessionAnswersEveryCall: a caller that got a session just
+// before it was evicted still gets exactly one reply; the evicted session
+// is done and refuses to queue the call itself (issue 14).
+func TestEvictedSessionAnswersEveryCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := startSessions(t, testConfig(&fakeLauncher{}), 1)
+	a, err := m.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Get(ctx, "b"); err != nil { // evicts the idle "a"
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the evicted session is not done")
+	}
+	req := newRequest(ctx, 5*time.Second)
+	if !a.Exec(ctx, req) {
+		t.Fatal("Exec refused a call while its context is live")
+	}
+	select {
+	case got := <-req.Reply:
+		if want := "no sandbox in this test"; got.Status != StatusError || got.Error != want {
+			t.Errorf("got %s %q, want the error of a replacement session's start %q", got.Status, got.Error, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call to the evicted session never got a reply")
+	}
+	select {
+	case got := <-req.Reply:
+		t.Fatalf("a second reply: %+v", got)
+	default:
+	}
+}
+
+// TestQueuedCallOwnDeadline: a queued call whose timeout is shorter than
+// the one ahead of it times out at its own deadline, while the running call
+// is still running (TMO-1, issue 14).
+func TestQueuedCallOwnDeadline(t *testing.T) {
+	cfg := testConfig(&fakeLauncher{argv: []string{"sleep", "30"}}) // never ready
+	s := NewSession("q", cfg, nil, 0, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	first := newRequest(ctx, 20*time.Second)
+	long := newRequest(ctx, 20*time.Second)
+	short := newRequest(ctx, time.Second)
+	for _, req := range []*ExecRequest{first, long, short} {
+		if !s.Exec(ctx, req) {
+			t.Fatal("Exec refused")
+		}
+	}
+	select {
+	case got := <-short.Reply:
+		if got.Status != StatusTimeout {
+			t.Errorf("short queued call: %s %q, want a timeout", got.Status, got.Error)
+		}
+	case got := <-first.Reply:
+		t.Fatalf("the running call ended (%q) before the queued call with a 1 s timeout was answered", got.Error)
+	}
+	<-first.Reply
+}
+
+// TestEvictionDoesNotBlockManager: evicting a session whose sandbox takes
+// long to stop does not stall the manager: the call that caused the
+// eviction gets its session while that stop is still in progress (issue 14).
+func TestEvictionDoesNotBlockManager(t *testing.T) {
+	l := &fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}, gate: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := startSessions(t, testConfig(l), 1)
+	t.Cleanup(func() { close(l.gate) }) // runs before the manager stops
+	a, err := m.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := newRequest(ctx, 20*time.Second)
+	a.Exec(ctx, req)
+	if got := <-req.Reply; got.Status != StatusSuccess {
+		t.Fatalf("call in a: %s %q", got.Status, got.Error)
+	}
+	before := l.returned.Load()
+	if _, err := m.Get(ctx, "b"); err != nil { // evicts "a", whose container removal hangs
+		t.Fatal(err)
+	}
+	if got := l.returned.Load(); got != before {
+		t.Fatalf("Get returned only after the evicted sandbox's removal (%d removals returned); the manager waited for it", got-before)
+	}
+}

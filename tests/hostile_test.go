@@ -1,0 +1,400 @@
+package tests
+
+// Hostile code against the host process (issue 13, docs/SECURITY.md): each
+// test runs an attack from inside run_python, as uid 65534, against the
+// bridge itself rather than the container: jamming the link, flooding it
+// with requests or stderr, forging replies, killing the supervisor. The
+// bridge must stay responsive, bounded in memory and CPU, honest in what it
+// reports, and leave no container behind.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// jamCode defines the attacker's tools: the worker's private link
+// descriptor (found through the link object, as /proc/self/fd would),
+// SIGSTOP of the supervisor (the parent, same uid) so nothing reads the
+// container's stdin, and frames written straight to the link.
+const jamCode = `import json, os, signal, sys, threading, time
+LINK = sys.modules['mcp.runtime'].LINK
+def put(obj):
+    data = memoryview((json.dumps(obj) + '\n').encode())
+    with LINK._wlock:
+        while data:
+            data = data[os.write(LINK._wfd, data):]
+def stop_supervisor():
+    os.kill(os.getppid(), signal.SIGSTOP)
+def jam(count=None):
+    # Requests for an unknown method whose name is 1 MiB (a host that echoes
+    # it fills the container's stdin at once), then many small ones (their
+    # error replies fill it too, only more slowly).
+    name = 'x' * (1 << 20)
+    i = 0
+    while count is None or i < count:
+        i += 1
+        try:
+            put({'jsonrpc': '2.0', 'id': 'jam-%d' % i, 'method': name})
+            for j in range(2000):
+                put({'jsonrpc': '2.0', 'id': 'small-%d-%d' % (i, j), 'method': 'nope'})
+        except OSError:
+            return
+def jam_later():
+    def run():
+        time.sleep(0.5)
+        stop_supervisor()
+        jam()
+    threading.Thread(target=run, daemon=True).start()
+`
+
+// callWithin is b.call with its own bound; it returns the error instead of
+// failing, so a hang is reported as such.
+func (b *bridge) callWithin(d time.Duration, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "run_python"
+	req.Params.Arguments = args
+	return b.c.CallTool(ctx, req)
+}
+
+// procStatus reads a "Vm…" field of /proc/<pid>/status in KiB.
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatalf("status of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// cpuSeconds is the user+system CPU time of pid so far.
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatalf("stat of %d: %v", pid, err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// removeLeftovers removes containers of a bridge this test started, so a
+// failure on unfixed code leaves nothing running.
+func removeLeftovers(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		prefix := "bridge-" + strconv.Itoa(pid) + "-"
+		out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+		for _, n := range strings.Fields(string(out)) {
+			if strings.HasPrefix(n, prefix) {
+				_ = exec.Command("podman", "rm", "-f", "-t", "0", n).Run()
+			}
+		}
+	})
+}
+
+// waitNoContainers fails unless the bridge with pid has no container left
+// within d.
+func waitNoContainers(t *testing.T, pid int, d time.Duration, what string) {
+	t.Helper()
+	start := time.Now()
+	for countContainers("bridge-"+strconv.Itoa(pid)+"-") > 0 {
+		if time.Since(start) > d {
+			t.Fatalf("%s: containers still there %v later", what, d)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s: containers gone after %v", what, time.Since(start).Round(10*time.Millisecond))
+}
+
+// TestHostileLinkJamExec: with the supervisor stopped and the link jammed,
+// `bridge exec --timeout 5` still ends with a timeout result, bounded, and
+// removes its container.
+func TestHostileLinkJamExec(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bridgeBin, "exec", "--timeout", "5", jamCode+"stop_supervisor()\njam()\n")
+	cmd.Env = baseEnv(t, nil)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	removeLeftovers(t, cmd.Process.Pid)
+	err := cmd.Wait()
+	took := time.Since(start)
+	if ctx.Err() != nil {
+		t.Fatalf("bridge exec --timeout 5 with a jammed link still running after %v\nstderr: %s", took, tail(errb.String(), 3000))
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	t.Logf("bridge exec ended after %v with exit %d", took.Round(10*time.Millisecond), code)
+	if code != 124 || !strings.HasPrefix(out.String(), "status: timeout\n") {
+		t.Fatalf("exit %d, stdout %q; want 124 and a timeout result\nstderr: %s", code, out.String(), tail(errb.String(), 3000))
+	}
+	waitNoContainers(t, cmd.Process.Pid, 10*time.Second, "after bridge exec")
+}
+
+// TestHostileLinkJamRun: under `bridge run`, the jammed call answers, other
+// sessions keep answering meanwhile, and the jammed session's next call
+// runs in a fresh container that reports the state loss.
+func TestHostileLinkJamRun(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	b := startBridge(t, nil)
+	removeLeftovers(t, b.cmd.Process.Pid)
+	b.call(map[string]any{"code": "x = 1", "session": "jam"})
+	b.call(map[string]any{"code": "y = 1", "session": "other"})
+	type answer struct {
+		r   *mcp.CallToolResult
+		err error
+		at  time.Duration
+	}
+	jammed := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		r, err := b.callWithin(90*time.Second, map[string]any{"code": jamCode + "stop_supervisor()\njam()\n", "session": "jam", "timeout": 60})
+		jammed <- answer{r, err, time.Since(start)}
+	}()
+	time.Sleep(3 * time.Second) // the link is jammed by now
+	r, err := b.callWithin(60*time.Second, map[string]any{"code": "print(y)", "session": "other"})
+	if err != nil || r.IsError || !strings.HasPrefix(text(t, r), "1") {
+		t.Fatalf("another session during the jam: %v %v", err, r)
+	}
+	a := <-jammed
+	if a.err != nil {
+		t.Fatalf("the jammed call never answered: %v\nstderr: %s", a.err, tail(b.stderr.String(), 4000))
+	}
+	sc := structured(t, a.r)
+	t.Logf("jammed call answered after %v: %v", a.at.Round(10*time.Millisecond), sc["error"])
+	if sc["status"] != "error" || !strings.Contains(fmt.Sprint(sc["error"]), "stopped reading its link") || sc["stateLost"] != true {
+		t.Errorf("jammed call: %v, want an error naming the stalled link, with stateLost", sc)
+	}
+	r, err = b.callWithin(60*time.Second, map[string]any{"code": "print('x' in globals())", "session": "jam"})
+	if err != nil {
+		t.Fatalf("the next call of the jammed session: %v", err)
+	}
+	sc = structured(t, r)
+	if r.IsError || !strings.HasPrefix(text(t, r), "False") {
+		t.Errorf("next call of the jammed session: %s", text(t, r))
+	}
+	t.Logf("next call: stateLost=%v lossReason=%v", sc["stateLost"], sc["lossReason"])
+}
+
+// TestHostileLinkJamEvict: a session whose idle container jams the link
+// from a daemon thread is evicted (MCP_BRIDGE_MAX_SESSIONS=1) without
+// blocking the sessions manager: the call that needs the slot answers, and
+// so do the next ones.
+func TestHostileLinkJamEvict(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "1"})
+	removeLeftovers(t, b.cmd.Process.Pid)
+	b.call(map[string]any{"code": jamCode + "jam_later()\nprint('armed')", "session": "jam"})
+	time.Sleep(2 * time.Second) // the daemon thread has jammed the idle link
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		r, err := b.callWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "other"})
+		if err != nil {
+			t.Fatalf("call %d after the jammed session had to be evicted: %v\nstderr: %s", i, err, tail(b.stderr.String(), 4000))
+		}
+		if r.IsError || !strings.HasPrefix(text(t, r), "ok") {
+			t.Fatalf("call %d: %s", i, text(t, r))
+		}
+		t.Logf("call %d answered after %v", i, time.Since(start).Round(10*time.Millisecond))
+	}
+}
+
+// TestHostileLinkJamShutdown: with an idle session jamming the link, the
+// bridge still exits on stdin EOF, and its containers are gone within 10 s
+// of that, or of a SIGKILL of the bridge.
+func TestHostileLinkJamShutdown(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	for _, how := range []string{"stdin EOF", "SIGKILL"} {
+		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
+			b := startBridge(t, nil)
+			pid := b.cmd.Process.Pid
+			removeLeftovers(t, pid)
+			b.call(map[string]any{"code": jamCode + "jam_later()\nprint('armed')", "session": "jam"})
+			time.Sleep(2 * time.Second)
+			exited := make(chan struct{})
+			if how == "SIGKILL" {
+				_ = b.cmd.Process.Signal(syscall.SIGKILL)
+				waitNoContainers(t, pid, 10*time.Second, "after SIGKILL of the bridge")
+				return
+			}
+			go func() {
+				_ = b.c.Close() // stdin EOF; waits for the bridge to exit
+				close(exited)
+			}()
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = b.cmd.Process.Signal(syscall.SIGKILL)
+				t.Fatalf("the bridge did not exit within 30 s of stdin EOF\nstderr: %s", tail(b.stderr.String(), 4000))
+			}
+			waitNoContainers(t, pid, 10*time.Second, "after stdin EOF")
+		})
+	}
+}
+
+// TestHostileRequestFlood: with the link jammed, 100 requests of 14 MiB
+// written straight to the link must not be held by the host: the bridge's
+// peak RSS stays bounded.
+func TestHostileRequestFlood(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	b := startBridge(t, nil)
+	pid := b.cmd.Process.Pid
+	removeLeftovers(t, pid)
+	b.call(map[string]any{"code": "print(1)", "session": "flood"})
+	before := procStatus(t, pid, "VmHWM")
+	cpu := cpuSeconds(t, pid)
+	code := jamCode + `stop_supervisor()
+t = threading.Thread(target=jam, args=(16,), daemon=True)
+t.start()
+t.join(20)
+pad = 'a' * (14 << 20)
+def flood():
+    for i in range(100):
+        put({'jsonrpc': '2.0', 'id': 'big-%d' % i, 'method': 'call_tool',
+             'params': {'server': 'nope', 'tool': 't', 'arguments': {'pad': pad}}})
+f = threading.Thread(target=flood, daemon=True)
+f.start()
+f.join(50)
+print('flooded' if not f.is_alive() else 'blocked')
+`
+	start := time.Now()
+	r, err := b.callWithin(100*time.Second, map[string]any{"code": code, "session": "flood", "timeout": 60})
+	peak := procStatus(t, pid, "VmHWM")
+	t.Logf("flood call after %v: err=%v; bridge VmHWM %d MiB before, %d MiB after; CPU %.1f s",
+		time.Since(start).Round(10*time.Millisecond), err, before>>10, peak>>10, cpuSeconds(t, pid)-cpu)
+	if err == nil {
+		t.Logf("result: %v", structured(t, r)["error"])
+	}
+	if grew := peak - before; grew > 768<<10 {
+		t.Errorf("bridge peak RSS grew by %d MiB under the request flood; want < 768 MiB", grew>>10)
+	}
+	if err != nil {
+		t.Fatalf("the flooding call never answered: %v", err)
+	}
+	if r, err := b.callWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "flood"}); err != nil || !strings.HasPrefix(text(t, r), "ok") {
+		t.Fatalf("the session after the flood: %v", err)
+	}
+}
+
+// TestHostileStderrFlood: 64 MiB written without a newline to the
+// supervisor's stderr (the container's real stderr) costs the host linear
+// work: far less CPU than the quadratic append it replaced (tens of seconds).
+func TestHostileStderrFlood(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "info"})
+	pid := b.cmd.Process.Pid
+	removeLeftovers(t, pid)
+	b.run("print(1)")
+	cpu := cpuSeconds(t, pid)
+	before := procStatus(t, pid, "VmHWM")
+	r := b.call(map[string]any{"code": `import os
+fd = os.open('/proc/%d/fd/2' % os.getppid(), os.O_WRONLY)
+chunk = b'e' * (1 << 20)
+for _ in range(64):
+    os.write(fd, chunk)
+os.close(fd)
+print('done')`, "timeout": 110})
+	used := cpuSeconds(t, pid) - cpu
+	peak := procStatus(t, pid, "VmHWM")
+	t.Logf("stderr flood: %s; bridge CPU %.1f s, VmHWM %d -> %d MiB", strings.TrimSpace(text(t, r)), used, before>>10, peak>>10)
+	if r.IsError || !strings.HasPrefix(text(t, r), "done") {
+		t.Fatalf("flood call: %s", text(t, r))
+	}
+	if used > 15 {
+		t.Errorf("the bridge spent %.1f s of CPU on 64 MiB of stderr without newlines; want linear work (< 15 s)", used)
+	}
+	b.expectText("print('alive')", "alive", false)
+}
+
+// TestHostileForgedExecReply: a forged reply to the exec request with an
+// 6 MB result and error is capped by the host, not only by the sandbox.
+func TestHostileForgedExecReply(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, nil)
+	removeLeftovers(t, b.cmd.Process.Pid)
+	r := b.call(map[string]any{"code": jamCode + `big = 'r' * (6 << 20)  # result and error together stay within the frame cap
+for i in range(4):
+    put({'jsonrpc': '2.0', 'id': i, 'result': {'outcome': 'exception', 'exitCode': 1, 'result': big, 'error': big,
+         'truncated': False, 'outputBytes': 0, 'reset': False}})
+import time
+time.sleep(5)`, "session": "forge", "timeout": 30})
+	raw := text(t, r)
+	sc := structured(t, r)
+	t.Logf("forged exec reply: text %d bytes, truncated=%v", len(raw), sc["truncated"])
+	if len(raw) > 256<<10 {
+		t.Errorf("the MCP response text is %d bytes; the host must cap every field of the exec reply", len(raw))
+	}
+	if sc["truncated"] != true {
+		t.Errorf("truncated = %v, want true", sc["truncated"])
+	}
+	b.expectText("print('alive')", "alive", false)
+}
+
+// TestHostileSupervisorKilled: a SIGKILL of the supervisor from inside is
+// reported as the exit it is, not as a memory limit; a real memory bomb
+// still says memory limit exceeded.
+func TestHostileSupervisorKilled(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MEMORY": "128m"})
+	removeLeftovers(t, b.cmd.Process.Pid)
+	b.run("kept = 1")
+	sc := structured(t, b.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(10)"))
+	t.Logf("supervisor killed: %v", sc)
+	if sc["error"] != "Sandbox exited with code 137" || sc["stateLost"] != true {
+		t.Errorf("after SIGKILL of the supervisor: error %q, want %q", sc["error"], "Sandbox exited with code 137")
+	}
+	sc = structured(t, b.run("blob = b'x' * (600 * 1024 * 1024)"))
+	want := "memory limit exceeded (MCP_BRIDGE_MEMORY=128m); the session was restarted"
+	if sc["error"] != want || sc["exitCode"] != 137.0 {
+		t.Errorf("memory bomb: %v, want error %q, exitCode 137", sc, want)
+	}
+	sc = structured(t, b.run("import os\nos._exit(99)"))
+	if sc["error"] != "Sandbox exited with code 1" {
+		t.Errorf("a worker exiting with the OOM code claims an OOM: %v", sc)
+	}
+}
