@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -634,5 +635,59 @@ func TestLineStreamFinalLineOverCap(t *testing.T) {
 		if got, want := err, io.EOF; got != want {
 			t.Errorf("final line of %d bytes, cap %d: got frame of %d bytes (err %v), want io.EOF", n, maxFrame, len(raw), got)
 		}
+	}
+}
+
+// TestLineStreamStalledPeer: a peer that stops reading cannot hold a writer
+// past the bound: the write fails with ErrLinkStalled, stalled is called
+// once, later writes fail at once, and Close never waits for a blocked
+// write.
+func TestLineStreamStalledPeer(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := NewLineStream(strings.NewReader(""), w, w, 1<<20, zerolog.Nop())
+	var stalls int
+	s.BoundWrites(200*time.Millisecond, func() { stalls++ })
+	big := map[string]string{"pad": strings.Repeat("x", 512<<10)} // over any pipe buffer
+	if err := s.WriteObject(big); !errors.Is(err, ErrLinkStalled) {
+		t.Fatalf("write to a peer that reads nothing: %v, want ErrLinkStalled", err)
+	}
+	if err := s.WriteObject(map[string]int{"a": 1}); !errors.Is(err, ErrLinkStalled) {
+		t.Fatalf("write after a stall: %v, want ErrLinkStalled", err)
+	}
+	if stalls != 1 {
+		t.Fatalf("stalled called %d times, want 1", stalls)
+	}
+
+	// An unbounded writer blocked on the same kind of peer: Close ends it.
+	r2, w2, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	s2 := NewLineStream(strings.NewReader(""), w2, w2, 1<<20, zerolog.Nop())
+	done := make(chan error, 1)
+	go func() { done <- s2.WriteObject(big) }()
+	time.Sleep(100 * time.Millisecond) // the write is blocked on the full pipe
+	closed := make(chan struct{})
+	go func() {
+		_ = s2.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a blocked write")
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the blocked write succeeded after Close")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocked write did not end after Close")
 	}
 }

@@ -50,11 +50,13 @@ def jam(count=None):
         except OSError:
             return
 def jam_later():
+    # Jams from a daemon thread once this call's reply has left.
     def run():
-        time.sleep(0.5)
+        time.sleep(1)
         stop_supervisor()
         jam()
     threading.Thread(target=run, daemon=True).start()
+    print('armed')
 `
 
 // callWithin is b.call with its own bound; it returns the error instead of
@@ -127,16 +129,18 @@ func waitNoContainers(t *testing.T, pid int, d time.Duration, what string) {
 }
 
 // TestHostileLinkJamExec: with the supervisor stopped and the link jammed,
-// `bridge exec --timeout 5` still ends with a timeout result, bounded, and
-// removes its container.
+// `bridge exec` still ends, bounded, and removes its container. The
+// timeout is long enough for a container start on a loaded machine, so the
+// jam is in place before it: the call ends with a timeout result or with
+// the stalled-link error, whichever bound comes first.
 func TestHostileLinkJamExec(t *testing.T) {
 	requirePodman(t)
 	if testRuntime() == "local" {
 		t.Fatal("needs a container runtime")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bridgeBin, "exec", "--timeout", "5", jamCode+"stop_supervisor()\njam()\n")
+	cmd := exec.CommandContext(ctx, bridgeBin, "exec", "--timeout", "30", jamCode+"stop_supervisor()\njam()\n")
 	cmd.Env = baseEnv(t, nil)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -148,15 +152,17 @@ func TestHostileLinkJamExec(t *testing.T) {
 	err := cmd.Wait()
 	took := time.Since(start)
 	if ctx.Err() != nil {
-		t.Fatalf("bridge exec --timeout 5 with a jammed link still running after %v\nstderr: %s", took, tail(errb.String(), 3000))
+		t.Fatalf("bridge exec --timeout 30 with a jammed link still running after %v\nstderr: %s", took, tail(errb.String(), 3000))
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
 	t.Logf("bridge exec ended after %v with exit %d", took.Round(10*time.Millisecond), code)
-	if code != 124 || !strings.HasPrefix(out.String(), "status: timeout\n") {
-		t.Fatalf("exit %d, stdout %q; want 124 and a timeout result\nstderr: %s", code, out.String(), tail(errb.String(), 3000))
+	timedOut := code == 124 && strings.HasPrefix(out.String(), "status: timeout\n")
+	stalled := code == 1 && strings.Contains(out.String(), "stopped reading its link")
+	if !timedOut && !stalled {
+		t.Fatalf("exit %d, stdout %q; want a timeout result (124) or the stalled-link error (1)\nstderr: %s", code, out.String(), tail(errb.String(), 3000))
 	}
 	waitNoContainers(t, cmd.Process.Pid, 10*time.Second, "after bridge exec")
 }
@@ -220,8 +226,10 @@ func TestHostileLinkJamEvict(t *testing.T) {
 	}
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "1"})
 	removeLeftovers(t, b.cmd.Process.Pid)
-	b.call(map[string]any{"code": jamCode + "jam_later()\nprint('armed')", "session": "jam"})
-	time.Sleep(2 * time.Second) // the daemon thread has jammed the idle link
+	b.call(map[string]any{"code": jamCode + "jam_later()", "session": "jam"})
+	// The daemon thread jams the idle link within a second or two; the
+	// bridge would declare it dead 10 s after its first blocked write.
+	time.Sleep(4 * time.Second)
 	for i := 0; i < 2; i++ {
 		start := time.Now()
 		r, err := b.callWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "other"})
@@ -248,8 +256,8 @@ func TestHostileLinkJamShutdown(t *testing.T) {
 			b := startBridge(t, nil)
 			pid := b.cmd.Process.Pid
 			removeLeftovers(t, pid)
-			b.call(map[string]any{"code": jamCode + "jam_later()\nprint('armed')", "session": "jam"})
-			time.Sleep(2 * time.Second)
+			b.call(map[string]any{"code": jamCode + "jam_later()", "session": "jam"})
+			time.Sleep(4 * time.Second) // the idle link is jammed, not yet declared dead
 			exited := make(chan struct{})
 			if how == "SIGKILL" {
 				_ = b.cmd.Process.Signal(syscall.SIGKILL)
@@ -307,8 +315,8 @@ print('flooded' if not f.is_alive() else 'blocked')
 	if err == nil {
 		t.Logf("result: %v", structured(t, r)["error"])
 	}
-	if grew := peak - before; grew > 768<<10 {
-		t.Errorf("bridge peak RSS grew by %d MiB under the request flood; want < 768 MiB", grew>>10)
+	if grew := peak - before; grew > 256<<10 {
+		t.Errorf("bridge peak RSS grew by %d MiB under the request flood; want < 256 MiB", grew>>10)
 	}
 	if err != nil {
 		t.Fatalf("the flooding call never answered: %v", err)
@@ -349,17 +357,18 @@ print('done')`, "timeout": 110})
 }
 
 // TestHostileForgedExecReply: a forged reply to the exec request with an
-// 6 MB result and error is capped by the host, not only by the sandbox.
+// 1 MiB result and error is capped by the host, not only by the sandbox.
 func TestHostileForgedExecReply(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, nil)
 	removeLeftovers(t, b.cmd.Process.Pid)
-	r := b.call(map[string]any{"code": jamCode + `big = 'r' * (6 << 20)  # result and error together stay within the frame cap
+	b.call(map[string]any{"code": "print(1)", "session": "forge", "timeout": 60}) // exec id 0; the next is 1
+	r := b.call(map[string]any{"code": jamCode + `big = 'r' * (1 << 20)
 for i in range(4):
     put({'jsonrpc': '2.0', 'id': i, 'result': {'outcome': 'exception', 'exitCode': 1, 'result': big, 'error': big,
          'truncated': False, 'outputBytes': 0, 'reset': False}})
 import time
-time.sleep(5)`, "session": "forge", "timeout": 30})
+time.sleep(5)`, "session": "forge", "timeout": 60})
 	raw := text(t, r)
 	sc := structured(t, r)
 	t.Logf("forged exec reply: text %d bytes, truncated=%v", len(raw), sc["truncated"])
