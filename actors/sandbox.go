@@ -107,7 +107,7 @@ type sandbox struct {
 	stallOnce sync.Once
 	readers   []io.Closer // read ends of stdout and stderr, closed by close
 	stdin     io.Closer   // the container's stdin; closing it is the polite stop
-	watchdog  *process    // removes the container if the bridge dies; nil when none
+	watchdog  *process    // removes the container when its pipe ends (close, or the bridge's death); nil when none
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -247,7 +247,9 @@ type removeArgver interface {
 // removes the container when the bridge dies, however it dies: it waits for
 // EOF on a pipe only the bridge holds. Code in the sandbox can stop the
 // supervisor (same uid), so the container's own reaction to stdin EOF is
-// not enough (CLN-2). close kills the watchdog after its own removal.
+// not enough (CLN-2). close ends its pipe too: the watchdog then removes
+// the container a second time (a no-op when it is gone), which covers a
+// removal of the bridge's own that ran out of time; close waits for it.
 func (s *sandbox) startWatchdog() {
 	ra, ok := s.cfg.Launcher.(removeArgver)
 	if !ok || s.name == "" {
@@ -281,14 +283,6 @@ func (s *sandbox) startWatchdog() {
 		p.code = exitCode(cmd, cmd.Wait())
 		close(p.exited)
 	}()
-}
-
-// stopWatchdog kills the watchdog once the bridge has removed the container
-// itself; the goroutine waiting for it ends with it.
-func (s *sandbox) stopWatchdog() {
-	if s.watchdog != nil && s.watchdog.cmd.Process != nil {
-		_ = s.watchdog.cmd.Process.Kill()
-	}
 }
 
 // watchLink kills the sandbox when a write to its stdin stalled: the link is
@@ -424,7 +418,6 @@ func (s *sandbox) close() {
 			s.signalGroup(syscall.SIGKILL)
 			<-s.exited
 		}
-		s.stopWatchdog()
 		// A grandchild may still hold the write ends; give the drains a
 		// moment, then close the read ends so no goroutine stays blocked.
 		s.stderr.waitDrained(time.Second)
