@@ -188,14 +188,14 @@ def _pil_png(img):
 
 
 def _image_block(obj):
-    """(bytes, mime) of an MCP image content dict or a runtime.Image; None otherwise."""
+    """(bytes, mime) of an MCP image content dict or a runtime.Image; None
+    otherwise. The bytes decide the type when they are a known format."""
     if isinstance(obj, dict) and obj.get("type") == "image" and isinstance(obj.get("data"), str):
         data = base64.b64decode(obj["data"], validate=True)
-        mime = obj.get("mimeType") or _sniff(data) or "image/png"
-        return data, mime
+        return data, _sniff(data) or obj.get("mimeType") or "image/png"
     rt = sys.modules.get("mcp.runtime")
     if rt is not None and isinstance(obj, getattr(rt, "Image", ())):
-        return bytes(obj.data), obj.mime_type or _sniff(obj.data) or "image/png"
+        return bytes(obj.data), _sniff(obj.data) or obj.mime_type or "image/png"
     return None
 
 
@@ -240,7 +240,7 @@ def _rich_image(obj):
         if isinstance(data, str):
             data = data.encode("utf-8") if mime == "image/svg+xml" else base64.b64decode(data)
         if data:
-            return bytes(data), mime
+            return bytes(data), _sniff(data) or mime
     return None
 
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -122,13 +123,24 @@ print(type(proxied).__name__)
 display(proxied)
 display(pd.DataFrame({"a": [1, 2], "b": ["x", "y|z"]}))
 display({"k": 1})
-runtime.display("via runtime")`})
-	want := "Image\n|  | a | b |\n|---|---|---|\n| 0 | 1 | x |\n| 1 | 2 | y\\|z |\n{'k': 1}\n'via runtime'\nnote: 7 images attached"
+runtime.display("via runtime")
+class Rich:
+    def _repr_png_(self): return buf.getvalue()
+class Md:
+    def _repr_markdown_(self): return "**bold**"
+display(Rich(), Md())
+display(pd.DataFrame({"n": range(100)}))`})
+	rows := ""
+	for i := 0; i < 20; i++ {
+		rows += fmt.Sprintf("| %d | %d |\n", i, i)
+	}
+	want := "Image\n|  | a | b |\n|---|---|---|\n| 0 | 1 | x |\n| 1 | 2 | y\\|z |\n{'k': 1}\n'via runtime'\n**bold**\n" +
+		"|  | n |\n|---|---|\n" + rows + "(100 rows x 1 columns; showing 20 x 1)\nnote: 8 images attached"
 	if got := text(t, r); got != want || r.IsError {
 		t.Fatalf("text (isError %v):\n%s\nwant:\n%s", r.IsError, got, want)
 	}
 	imgs := images(t, r)
-	wantMIME := []string{"image/png", "image/png", "image/png", "image/jpeg", "image/svg+xml", "image/png", "image/png"}
+	wantMIME := []string{"image/png", "image/png", "image/png", "image/jpeg", "image/svg+xml", "image/png", "image/png", "image/jpeg"}
 	if len(imgs) != len(wantMIME) {
 		t.Fatalf("%d images, want %d", len(imgs), len(wantMIME))
 	}
