@@ -41,6 +41,7 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
+	Seccomp         string // MCP_BRIDGE_SECCOMP: "" (built-in profile), "runtime", or a profile path
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -51,7 +52,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OUTPUT_MODE", "MCP_BRIDGE_LOG_LEVEL", "MCP_SERVERS_CONFIG", "MCP_BRIDGE_CONFIG_DIR",
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
-	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
+	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT", "MCP_BRIDGE_SECCOMP",
 }
 
 var (
@@ -182,6 +183,9 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	if e.Seccomp = r.str("MCP_BRIDGE_SECCOMP"); e.Seccomp != "" && e.Seccomp != "runtime" && !filepath.IsAbs(e.Seccomp) {
+		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
+	}
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}
