@@ -185,12 +185,19 @@ func SeccompProfile() []byte {
 		// clone without namespace flags: fork, vfork, threads.
 		{Names: []string{"clone"}, Action: "SCMP_ACT_ALLOW", Comment: "clone without CLONE_NEW* flags",
 			Args: []seccompArg{{Index: 0, Value: cloneNamespaceFlags, ValueTwo: 0, Op: "SCMP_CMP_MASKED_EQ"}}},
+		// clone with any CLONE_NEW* flag: one EPERM rule per flag below.
 		// clone3 passes its flags in memory, which seccomp cannot read:
 		// ENOSYS makes glibc fall back to clone, which is filtered above.
 		errnoRule([]string{"clone3"}, errnoENOSYS, "flags in memory cannot be filtered; glibc falls back to clone"),
 		errnoRule(denied, errnoEPERM, "see seccompDenied in engine/seccomp.go"),
 		errnoRule([]string{"socket"}, errnoEAFNOSUPPORT, "AF_PACKET, AF_VSOCK, AF_ALG and every family above",
 			seccompArg{Index: 0, Value: afPacket, Op: "SCMP_CMP_GE"}),
+	}
+	for bit := uint64(1); bit <= cloneNamespaceFlags; bit <<= 1 {
+		if bit&cloneNamespaceFlags != 0 {
+			rules = append(rules, errnoRule([]string{"clone"}, errnoEPERM, "",
+				seccompArg{Index: 0, Value: bit, ValueTwo: bit, Op: "SCMP_CMP_MASKED_EQ"}))
+		}
 	}
 	for fam := uint64(0); fam < afPacket; fam++ {
 		rule := errnoRule([]string{"socket"}, errnoEAFNOSUPPORT, "", eqArg(0, fam))

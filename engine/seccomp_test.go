@@ -56,9 +56,39 @@ func TestSeccompProfile(t *testing.T) {
 			t.Errorf("%s: rule %+v, want ALLOW", n, r)
 		}
 	}
-	if len(clone) != 1 || clone[0].Action != "SCMP_ACT_ALLOW" || len(clone[0].Args) != 1 ||
-		clone[0].Args[0] != (seccompArg{Index: 0, Value: cloneNamespaceFlags, Op: "SCMP_CMP_MASKED_EQ"}) {
-		t.Errorf("clone rules %+v, want one ALLOW when (flags & CLONE_NEW*) == 0", clone)
+	// Evaluate the clone rules as libseccomp would: (arg & value) == valueTwo.
+	cloneAction := func(flags uint64) string {
+		actions := map[string]bool{}
+		for _, r := range clone {
+			if a := r.Args[0]; a.Op != "SCMP_CMP_MASKED_EQ" || len(r.Args) != 1 {
+				t.Fatalf("clone rule %+v, want one masked comparison", r)
+			} else if flags&a.Value == a.ValueTwo {
+				actions[r.Action] = true
+			}
+		}
+		if len(actions) != 1 {
+			t.Errorf("clone flags %#x match actions %v, want exactly one", flags, actions)
+		}
+		for a := range actions {
+			return a
+		}
+		return ""
+	}
+	const sigchld, cloneVM, cloneThread, cloneNewUser, cloneNewNS, cloneNewNet = 17, 0x100, 0x10000, 0x10000000, 0x20000, 0x40000000
+	for _, c := range []struct {
+		flags uint64
+		want  string
+	}{
+		{sigchld, "SCMP_ACT_ALLOW"},                          // fork
+		{cloneVM | cloneThread | 0x3d0f00, "SCMP_ACT_ALLOW"}, // pthread_create
+		{cloneNewUser | sigchld, "SCMP_ACT_ERRNO"},
+		{cloneNewNS, "SCMP_ACT_ERRNO"},
+		{cloneNewUser | cloneNewNS | cloneNewNet, "SCMP_ACT_ERRNO"},
+		{0x02000000, "SCMP_ACT_ERRNO"}, // CLONE_NEWCGROUP
+	} {
+		if got := cloneAction(c.flags); got != c.want {
+			t.Errorf("clone(%#x): %s, want %s", c.flags, got, c.want)
+		}
 	}
 	// Evaluate the socket rules for each family as libseccomp would: the
 	// one rule whose argument matches decides.
