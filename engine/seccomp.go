@@ -123,9 +123,8 @@ var seccompDenied = map[string]string{
 
 // Linux constants the argument rules use.
 const (
-	errnoEPERM        = 1
-	errnoENOSYS       = 38
-	errnoEAFNOSUPPORT = 97
+	errnoEPERM  = 1
+	errnoENOSYS = 38
 	// cloneNamespaceFlags is CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET.
 	cloneNamespaceFlags = 0x7E020000
 	afPacket            = 17 // families from here up, and unlisted lower ones, are refused
@@ -190,7 +189,7 @@ func SeccompProfile() []byte {
 		// ENOSYS makes glibc fall back to clone, which is filtered above.
 		errnoRule([]string{"clone3"}, errnoENOSYS, "flags in memory cannot be filtered; glibc falls back to clone"),
 		errnoRule(denied, errnoEPERM, "see seccompDenied in engine/seccomp.go"),
-		errnoRule([]string{"socket"}, errnoEAFNOSUPPORT, "AF_PACKET, AF_VSOCK, AF_ALG and every family above",
+		errnoRule([]string{"socket"}, errnoEPERM, "AF_PACKET, AF_VSOCK, AF_ALG and every family above",
 			seccompArg{Index: 0, Value: afPacket, Op: "SCMP_CMP_GE"}),
 	}
 	for bit := uint64(1); bit <= cloneNamespaceFlags; bit <<= 1 {
@@ -200,7 +199,7 @@ func SeccompProfile() []byte {
 		}
 	}
 	for fam := uint64(0); fam < afPacket; fam++ {
-		rule := errnoRule([]string{"socket"}, errnoEAFNOSUPPORT, "", eqArg(0, fam))
+		rule := errnoRule([]string{"socket"}, errnoEPERM, "", eqArg(0, fam))
 		for _, ok := range seccompFamilies {
 			if fam == ok {
 				rule = seccompRule{Names: []string{"socket"}, Action: "SCMP_ACT_ALLOW", Args: []seccompArg{eqArg(0, fam)}}
