@@ -41,6 +41,11 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
+
+	// MemoryMaxValue and MemoryMaxTotal cap the persistent memory store:
+	// one value (with its metadata) and all of them, in JSON bytes.
+	MemoryMaxValue int
+	MemoryMaxTotal int
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -52,6 +57,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES",
 }
 
 var (
@@ -182,6 +188,8 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	e.MemoryMaxValue = r.intRange("MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", 1<<20, 1024, 1<<28)
+	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}

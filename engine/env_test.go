@@ -48,6 +48,8 @@ func defaultEnv() Env {
 		StartTimeout:    30,
 		MaxSessions:     8,
 		UnsafeLocal:     false,
+		MemoryMaxValue:  1 << 20,
+		MemoryMaxTotal:  64 << 20,
 	}
 }
 
@@ -327,6 +329,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_OUTPUT_MODE": "x", "MCP_BRIDGE_LOG_LEVEL": "x", "MCP_BRIDGE_OCI_RUNTIME": "-x",
 		"MCP_BRIDGE_MAX_OUTPUT_BYTES": "x", "MCP_BRIDGE_MAX_FRAME_BYTES": "x", "MCP_BRIDGE_CALL_TIMEOUT": "x",
 		"MCP_BRIDGE_START_TIMEOUT": "x", "MCP_BRIDGE_MAX_SESSIONS": "x", "MCP_BRIDGE_UNSAFE_LOCAL": "x",
+		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

@@ -590,6 +590,8 @@ class Runner:
         rt = sys.modules["mcp.runtime"]
         rt._begin_call(params)
         self._bind(rt, params)
+        # A new session (each container has one worker) first loads the saved tools.
+        notes = rt._load_user_tools(self.ns) if n == 1 else None
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         outcome, exit_code, value, error = self._exec(params["code"], n)
         if outcome == "interrupted":
@@ -611,6 +613,8 @@ class Runner:
             res["result"] = result_repr
         if error:
             res["error"] = error
+        if notes:
+            res["notes"] = notes
         LINK.reply(msg["id"], res)
 
     def _bind(self, rt, params):
