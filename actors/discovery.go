@@ -32,6 +32,10 @@ type DiscoveryConfig struct {
 	// unset); Policy is the policy file, watched like a config file.
 	Dir, Extra, Policy string
 	Log                zerolog.Logger
+
+	// Paths are agent config files and dirs (~/.claude.json, ...), watched
+	// through their nearest existing directories.
+	Paths []string
 }
 
 // Discovery is the discovery actor: it loads the configuration at start and,
@@ -192,6 +196,10 @@ func (d *Discovery) rewatch() {
 	want[existingAncestor(d.cfg.Dir)] = true
 	if d.cfg.Extra != "" {
 		want[existingAncestor(filepath.Dir(d.cfg.Extra))] = true
+	}
+	for _, p := range d.cfg.Paths {
+		want[existingAncestor(p)] = true // the dir itself for a dir source
+		want[existingAncestor(filepath.Dir(p))] = true
 	}
 	for p := range d.watched {
 		if !want[p] {

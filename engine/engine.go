@@ -73,6 +73,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Extra:  env.ServersConfig,
 		Policy: filepath.Join(env.ConfigDir, PolicyFile),
 		Log:    log,
+		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
@@ -129,8 +130,10 @@ func (e *Engine) configOptions() config.Options {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
+	home, _ := os.UserHomeDir()
+	cwd, _ := os.Getwd()
 	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath}
+		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: home, Cwd: cwd}
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/config"
 )
 
 // DefaultImage is the sandbox image that `bridge image build` produces.
@@ -46,6 +48,9 @@ type Env struct {
 	// one value (with its metadata) and all of them, in JSON bytes.
 	MemoryMaxValue int
 	MemoryMaxTotal int
+	// ConfigSources are the enabled config sources (config.AllSources
+	// order), from MCP_BRIDGE_CONFIG_SOURCES.
+	ConfigSources []string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -57,7 +62,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
-	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES",
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
 }
 
 var (
@@ -189,6 +194,11 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
 	e.MemoryMaxValue = r.intRange("MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", 1<<20, 1024, 1<<28)
+	if srcs, err := config.ParseSources(r.str("MCP_BRIDGE_CONFIG_SOURCES")); err != nil {
+		r.fail("MCP_BRIDGE_CONFIG_SOURCES", "all, or a comma list of "+strings.Join(config.AllSources, ", "))
+	} else {
+		e.ConfigSources = srcs
+	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/config"
 )
 
 const testHome = "/home/tester"
@@ -50,6 +52,7 @@ func defaultEnv() Env {
 		UnsafeLocal:     false,
 		MemoryMaxValue:  1 << 20,
 		MemoryMaxTotal:  64 << 20,
+		ConfigSources:   config.AllSources,
 	}
 }
 
@@ -330,6 +333,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_MAX_OUTPUT_BYTES": "x", "MCP_BRIDGE_MAX_FRAME_BYTES": "x", "MCP_BRIDGE_CALL_TIMEOUT": "x",
 		"MCP_BRIDGE_START_TIMEOUT": "x", "MCP_BRIDGE_MAX_SESSIONS": "x", "MCP_BRIDGE_UNSAFE_LOCAL": "x",
 		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
+		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]
