@@ -11,6 +11,11 @@ import (
 	"github.com/bridge-mcp/bridge/protocol"
 )
 
+// maxRecordBytes bounds the memory file read: the largest value cap
+// MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES accepts plus room for the key, times and
+// rev, so lowering the cap never makes older memories unreadable.
+const maxRecordBytes = 1<<28 + 8192
+
 // record is one memory file, <key>.json.
 type record struct {
 	Key       string          `json:"key"`
@@ -37,7 +42,7 @@ func (s *Store) memoryPath(key string) string { return filepath.Join(s.MemoryDir
 
 // readRecord reads key's record; nil without error when absent.
 func (s *Store) readRecord(key string) (*record, int, error) {
-	data, err := readSmall(s.memoryPath(key), int64(s.maxValue)+4096)
+	data, err := readSmall(s.memoryPath(key), maxRecordBytes)
 	if isNotExist(err) {
 		return nil, 0, nil
 	}
