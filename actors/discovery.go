@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -181,6 +182,13 @@ func (d *Discovery) relevant(ev fsnotify.Event) bool {
 		return true
 	case name == filepath.Clean(d.cfg.Dir):
 		return true
+	}
+	// An agent file or dir, or a directory on the way to one (~/.cursor
+	// created): the debounced rewatch then watches the new directory.
+	for _, p := range d.cfg.Paths {
+		if p = filepath.Clean(p); name == p || strings.HasPrefix(p, name+string(filepath.Separator)) {
+			return true
+		}
 	}
 	return false
 }

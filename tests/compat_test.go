@@ -326,3 +326,29 @@ func TestCompatAgentConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatAgentConfigWatch checks that bridge run --watch sees an agent
+// config file appear, in a directory that did not exist at start, without
+// any call.
+func TestCompatAgentConfigWatch(t *testing.T) {
+	requirePodman(t)
+	home := t.TempDir()
+	b := startBridgeArgs(t, map[string]string{"HOME": home, "MCP_BRIDGE_CONFIG_DIR": filepath.Join(home, "MCPs")}, "run", "--watch")
+	if got := b.mustRun("runtime.discovered_servers()", nil); got != "()" {
+		t.Fatalf("discovered at start: %s", got)
+	}
+	dir := filepath.Join(home, ".cursor")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the new directory is watched after the debounce
+	tmp := filepath.Join(dir, ".mcp.json.tmp")
+	writeJSON(t, tmp, map[string]any{"mcpServers": map[string]any{"late": fake()}})
+	if err := os.Rename(tmp, filepath.Join(dir, "mcp.json")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the reload of ~/.cursor/mcp.json", func() bool { return strings.Contains(b.stderr.String(), `"added":["late"]`) })
+	if got := b.mustRun("await mcp_late.echo('hi')", map[string]any{"servers": []string{"late"}}); !strings.Contains(got, "hi") {
+		t.Errorf("late server: %s", got)
+	}
+}
