@@ -42,6 +42,17 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	set := config.Load(e.configOptions())
+	var absent []string
+	for _, p := range config.WatchPaths(e.configOptions()) {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
+		}
+	}
+	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	if len(absent) > 0 {
+		detail += "; not present: " + strings.Join(absent, ", ")
+	}
+	add("OK", "config sources", "%s", detail)
 	perFile := map[string][]string{}
 	for _, en := range set.Entries {
 		perFile[en.File] = append(perFile[en.File], en.Name)

@@ -320,6 +320,8 @@ func TestCompatAgentConfigs(t *testing.T) {
 		"config " + filepath.Join(home, ".claude.json") + ": claude-code: 1 servers (everything); skipped: myself Skipping self-referential",
 		"config " + filepath.Join(home, ".cursor", "mcp.json") + ": cursor: 1 servers (memory)",
 		"config " + filepath.Join(home, ".config", "opencode", "opencode.json") + ": opencode: 1 servers (oc-everything)",
+		"config sources: reading mcps, env, mcp-dir, claude-code, claude-desktop, cursor, vscode, windsurf, opencode (MCP_BRIDGE_CONFIG_SOURCES); not present: ",
+		filepath.Join(home, ".codeium", "windsurf", "mcp_config.json"),
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor lacks %q:\n%s%s", want, out, errOut)

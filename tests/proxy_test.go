@@ -180,7 +180,7 @@ func TestFakeServerBehaviour(t *testing.T) {
 		{"'echo' in dir(mcp_demo_server) and 'list_tools' in dir(mcp_demo_server)", "True"},
 		{"LOADED_MCP_SERVERS", "('demo-server', 'class')"},
 		{"sorted(mcp_servers)", "['class', 'demo-server']"},
-		{"await runtime.list_servers()", "['class', 'demo-server']"},
+		{"await runtime.list_servers()", "('class', 'demo-server')"},
 		{"runtime.list_servers_sync()", "('demo-server', 'class')"},
 		{"await mcp_class_.env('CHILD_ONLY')", "''"},
 		{"await mcp_demo_server.env('CHILD_ONLY')", "'visible'"},
