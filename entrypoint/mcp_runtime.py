@@ -11,6 +11,7 @@ import keyword
 import linecache
 import os
 import re
+import signal
 import sys
 import textwrap
 import types
@@ -305,30 +306,56 @@ def _user_tools_module():
     return mod
 
 
+_LOADING = [None]  # the saved tool being loaded, for the worker's interrupt note
+_LOAD_BUDGET = 1.0  # seconds one saved tool may take to load
+
+
+class _SlowLoad(BaseException):
+    """Raised by SIGALRM in a saved tool that loads too long; a
+    BaseException, so the tool's own `except Exception` cannot swallow it."""
+
+
+def _slow_load(signum, frame):
+    raise _SlowLoad()
+
+
 def _load_user_tools(ns):
     """Runs every saved tool's source in the session namespace ns (the
-    first call of a session) and fills module user_tools. Returns notes for
-    tools that could not be loaded."""
+    first call of a session) and fills module user_tools. Each tool gets
+    _LOAD_BUDGET seconds. Returns notes for tools that could not be loaded."""
     mod = _user_tools_module()
     try:
         reply = _call("saved_tools", {})
     except MCPError as e:
         return ["saved tools were not loaded: %s" % e]
     notes = list(reply.get("problems") or ())
-    for t in reply.get("tools") or ():
-        name, src = t["name"], t.get("source") or ""
-        filename = "<user_tools/%s>" % name
-        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-        try:
-            exec(compile(src, filename, "exec"), ns)
-            fn = ns.get(name)
-            if not callable(fn):
-                raise NameError("its source does not define %s" % name)
-        except Exception as e:
-            notes.append("saved tool '%s' failed to load (%s: %s); save it again or remove it with runtime.delete_tool('%s')"
-                         % (name, type(e).__name__, e, name))
-            continue
-        setattr(mod, name, fn)
+    old = signal.signal(signal.SIGALRM, _slow_load)
+    try:
+        for t in reply.get("tools") or ():
+            name, src = t["name"], t.get("source") or ""
+            filename = "<user_tools/%s>" % name
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+            _LOADING[0] = name
+            hint = "save it again or remove it with runtime.delete_tool('%s')" % name
+            try:
+                signal.setitimer(signal.ITIMER_REAL, _LOAD_BUDGET)
+                try:
+                    exec(compile(src, filename, "exec"), ns)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                fn = ns.get(name)
+                if not callable(fn):
+                    raise NameError("its source does not define %s" % name)
+            except _SlowLoad:
+                notes.append("saved tool '%s' took over %gs to load and was skipped; %s" % (name, _LOAD_BUDGET, hint))
+                continue
+            except Exception as e:
+                notes.append("saved tool '%s' failed to load (%s: %s); %s" % (name, type(e).__name__, e, hint))
+                continue
+            setattr(mod, name, fn)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
     return notes
 
 

@@ -591,9 +591,12 @@ class Runner:
         rt._begin_call(params)
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
-        notes = rt._load_user_tools(self.ns) if n == 1 else None
+        notes, stopped = self._load_tools(rt) if n == 1 else (None, False)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
-        outcome, exit_code, value, error = self._exec(params["code"], n)
+        if stopped:
+            outcome, exit_code, value, error = "interrupted", 1, None, "KeyboardInterrupt"
+        else:
+            outcome, exit_code, value, error = self._exec(params["code"], n)
         if outcome == "interrupted":
             _kill_descendants()
         PUMP.sync()
@@ -616,6 +619,19 @@ class Runner:
         if notes:
             res["notes"] = notes
         LINK.reply(msg["id"], res)
+
+    def _load_tools(self, rt):
+        """Loads the saved tools, interruptible like a cell: a tool that hangs
+        while loading ends this call, not every new session."""
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            return rt._load_user_tools(self.ns), False
+        except KeyboardInterrupt:
+            name = rt._LOADING[0]
+            return ["loading saved tool '%s' was interrupted; remove it with runtime.delete_tool('%s')" % (name, name)], True
+        finally:
+            STATE.in_cell = False
 
     def _bind(self, rt, params):
         for name in STATE.bound:

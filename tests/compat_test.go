@@ -354,3 +354,38 @@ func TestCompatAgentConfigWatch(t *testing.T) {
 		t.Errorf("late server: %s", got)
 	}
 }
+
+// TestCompatSavedToolHangs checks that a saved tool that hangs while
+// loading is skipped after its load budget with a note naming it: the call
+// runs, and the session stays usable to remove the tool.
+func TestCompatSavedToolHangs(t *testing.T) {
+	requirePodman(t)
+	state := t.TempDir()
+	tools := filepath.Join(state, ".bridge", "tools")
+	if err := os.MkdirAll(tools, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src := `# bridge saved tool: {"name":"hang","doc":"","signature":"()","sha256":"","saved_at":1}
+import time
+def _forever(f):
+    while True:
+        try:
+            time.sleep(0.05)
+        except Exception:
+            pass
+@_forever
+def hang(): pass
+`
+	if err := os.WriteFile(filepath.Join(tools, "hang.py"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
+	r := b.call(map[string]any{"code": "print('ran')", "timeout": 30})
+	got := text(t, r)
+	if want := "ran\nnote: saved tool 'hang' took over 1s to load and was skipped; save it again or remove it with runtime.delete_tool('hang')"; got != want || r.IsError {
+		t.Errorf("first call:\n got %q\nwant %q", got, want)
+	}
+	if got := b.mustRun("print(runtime.delete_tool('hang'))", nil); got != "Tool 'hang' deleted." {
+		t.Errorf("delete_tool: %s", got)
+	}
+}
