@@ -216,28 +216,37 @@ func TestCompatMemoryErrors(t *testing.T) {
 	}
 }
 
+// header is the first line of a saved tool file as the store writes it.
+func header(name string) string {
+	return `# bridge saved tool: {"name":"` + name + `","doc":"","signature":"()","sha256":"","saved_at":1}` + "\n"
+}
+
+// writeSavedTool writes a file into the saved tools dir of state, as a
+// user or a broken disk might.
+func writeSavedTool(t *testing.T, state, file, data string) {
+	t.Helper()
+	tools := filepath.Join(state, ".bridge", "tools")
+	if err := os.MkdirAll(tools, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, file), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCompatSavedToolLoadFailure checks that a saved tool that cannot be
 // read or fails to load is reported in the next result's notes, once per
 // session, and the others still load.
 func TestCompatSavedToolLoadFailure(t *testing.T) {
 	requirePodman(t)
 	state := t.TempDir()
-	tools := filepath.Join(state, ".bridge", "tools")
-	if err := os.MkdirAll(tools, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	header := func(name string) string {
-		return `# bridge saved tool: {"name":"` + name + `","doc":"","signature":"()","sha256":"","saved_at":1}` + "\n"
-	}
 	files := map[string]string{
 		"unreadable.py": "def unreadable(): pass\n",
 		"boom.py":       header("boom") + "@undefined_decorator\ndef boom(): pass\n",
 		"fine.py":       header("fine") + "def fine():\n    return 'fine'\n",
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tools, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeSavedTool(t, state, name, data)
 	}
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 	r := b.run("fine()")
@@ -361,12 +370,7 @@ func TestCompatAgentConfigWatch(t *testing.T) {
 func TestCompatSavedToolHangs(t *testing.T) {
 	requirePodman(t)
 	state := t.TempDir()
-	tools := filepath.Join(state, ".bridge", "tools")
-	if err := os.MkdirAll(tools, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	src := `# bridge saved tool: {"name":"hang","doc":"","signature":"()","sha256":"","saved_at":1}
-import time
+	src := header("hang") + `import time
 def _forever(f):
     while True:
         try:
@@ -376,9 +380,7 @@ def _forever(f):
 @_forever
 def hang(): pass
 `
-	if err := os.WriteFile(filepath.Join(tools, "hang.py"), []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeSavedTool(t, state, "hang.py", src)
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 	r := b.call(map[string]any{"code": "print('ran')", "timeout": 30})
 	got := text(t, r)
