@@ -391,3 +391,16 @@ def hang(): pass
 		t.Errorf("delete_tool: %s", got)
 	}
 }
+
+// TestCompatMemoryOutlivesIdleEnd checks that memory and saved tools
+// survive the idle end of a session: the next call has a new container.
+func TestCompatMemoryOutlivesIdleEnd(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "1"})
+	b.mustRun("def triple(x):\n    return 3 * x\nsave_memory('k', [1, 2])\nsave_tool(triple)", nil)
+	time.Sleep(3 * time.Second)
+	got := b.mustRun("(load_memory('k'), triple(2))", nil)
+	if !strings.HasPrefix(got, "([1, 2], 6)\nnote: session state was lost") {
+		t.Errorf("after the idle end: %q, want the values and the state-loss note", got)
+	}
+}
