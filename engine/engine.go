@@ -130,10 +130,9 @@ func (e *Engine) configOptions() config.Options {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
-	home, _ := os.UserHomeDir()
 	cwd, _ := os.Getwd()
 	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: home, Cwd: cwd}
+		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and

@@ -49,8 +49,9 @@ type Env struct {
 	MemoryMaxValue int
 	MemoryMaxTotal int
 	// ConfigSources are the enabled config sources (config.AllSources
-	// order), from MCP_BRIDGE_CONFIG_SOURCES.
+	// order), from MCP_BRIDGE_CONFIG_SOURCES; Home locates their files.
 	ConfigSources []string
+	Home          string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -129,7 +130,7 @@ func (r *envReader) noDash(name, s string) string {
 // variable, its value and what is accepted.
 func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	r := &envReader{getenv: getenv}
-	e := Env{}
+	e := Env{Home: home}
 	e.Runtime = r.noDash("MCP_BRIDGE_RUNTIME", r.str("MCP_BRIDGE_RUNTIME"))
 	e.Image = r.noDash("MCP_BRIDGE_IMAGE", r.str("MCP_BRIDGE_IMAGE"))
 	if e.Image == "" {

@@ -53,6 +53,7 @@ func defaultEnv() Env {
 		MemoryMaxValue:  1 << 20,
 		MemoryMaxTotal:  64 << 20,
 		ConfigSources:   config.AllSources,
+		Home:            testHome,
 	}
 }
 
