@@ -228,7 +228,7 @@ def save_tool(func):
     (module user_tools, and a global of the same name)."""
     if not inspect.isfunction(func):
         raise ValueError("save_tool expects a function")
-    name = func.__name__
+    name = func.__code__.co_name  # the name its def statement binds
     if not name.isidentifier():
         raise MCPError("save_tool needs a function defined with def, not %s" % name, kind="invalid_arguments")
     source = _function_source(func)

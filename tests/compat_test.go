@@ -206,7 +206,7 @@ func TestCompatMemoryErrors(t *testing.T) {
 		{"load_memory(5)", "MCPError: Memory key must be a string, not int"},
 		{"x = 1\nsave_tool(lambda: x)", "MCPError: save_tool needs a function defined with def"},
 		{"exec('def f(): pass')\nsave_tool(f)", "MCPError: The source of 'f' is not known"},
-		{"def runtime_(): pass\nruntime_.__name__ = 'runtime'\nsave_tool(runtime_)", "reserved by the sandbox"},
+		{"def list_memories(): pass\nsave_tool(list_memories)", "MCPError: Tool name 'list_memories' is reserved by the sandbox"},
 	}
 	for _, c := range cases {
 		r := b.call(map[string]any{"code": c.code})

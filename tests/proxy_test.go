@@ -387,7 +387,7 @@ func TestDoctor(t *testing.T) {
 	}
 	out, _, code = runCLI(t, env, "", "doctor", "--json", "--server", "good")
 	var checks []map[string]string
-	if err := json.Unmarshal([]byte(out), &checks); err != nil || strings.Contains(out, "broken") {
+	if err := json.Unmarshal([]byte(out), &checks); err != nil || strings.Contains(out, "server broken") {
 		t.Errorf("doctor --json --server good: %v\n%s", err, out)
 	}
 	if testRuntime() == "podman" && code != 0 {
