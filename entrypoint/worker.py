@@ -629,6 +629,8 @@ class Runner:
             return rt._load_user_tools(self.ns), False
         except KeyboardInterrupt:
             name = rt._LOADING[0]
+            if name is None:
+                return ["the call was interrupted while the saved tools were loading"], True
             return ["loading saved tool '%s' was interrupted; remove it with runtime.delete_tool('%s')" % (name, name)], True
         finally:
             STATE.in_cell = False
