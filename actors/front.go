@@ -22,6 +22,8 @@ type FrontConfig struct {
 	ResourceText  string
 	Dispatcher    *Dispatcher
 	Render        func(Result) *mcp.CallToolResult
+	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
+	Structured string
 	In            io.Reader
 	Out           io.Writer
 	Log           zerolog.Logger
@@ -76,14 +78,14 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	defer func() {
 		if p := recover(); p != nil {
 			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
-			res, err = f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession}), nil
+			res, err = f.shape(ctx, f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
 		}
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
 		raw, _ = json.Marshal(req.Params.Arguments)
 	}
-	return f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw)), nil
+	return f.shape(ctx, f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw))), nil
 }
 
 func (f *Front) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

@@ -41,6 +41,13 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
+	// Structured is MCP_BRIDGE_STRUCTURED: auto, always or never.
+	Structured string
+	// AlwaysLoad is MCP_BRIDGE_ALWAYS_LOAD: the tool carries
+	// _meta["anthropic/alwaysLoad"] so Claude Code does not defer it.
+	AlwaysLoad bool
+	// ToolInventory is MCP_BRIDGE_TOOL_INVENTORY: "" (off) or "names".
+	ToolInventory string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -52,6 +59,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
+	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY",
 }
 
 var (
@@ -182,6 +190,21 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	switch e.Structured = strings.ToLower(r.str("MCP_BRIDGE_STRUCTURED")); e.Structured {
+	case "":
+		e.Structured = "auto"
+	case "auto", "always", "never":
+	default:
+		r.fail("MCP_BRIDGE_STRUCTURED", "auto, always or never")
+	}
+	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")
+	switch e.ToolInventory = strings.ToLower(r.str("MCP_BRIDGE_TOOL_INVENTORY")); e.ToolInventory {
+	case "", "names":
+	case "off", "none":
+		e.ToolInventory = ""
+	default:
+		r.fail("MCP_BRIDGE_TOOL_INVENTORY", "names, or off")
+	}
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}
