@@ -24,9 +24,9 @@ type FrontConfig struct {
 	Render        func(Result) *mcp.CallToolResult
 	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
 	Structured string
-	In            io.Reader
-	Out           io.Writer
-	Log           zerolog.Logger
+	In         io.Reader
+	Out        io.Writer
+	Log        zerolog.Logger
 	// Done is called when stdin reaches EOF: the bridge shuts down (LIF-1).
 	Done func()
 }
