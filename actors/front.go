@@ -22,13 +22,13 @@ type FrontConfig struct {
 	ResourceText  string
 	Dispatcher    *Dispatcher
 	Render        func(Result) *mcp.CallToolResult
-	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
-	Structured string
-	In         io.Reader
-	Out        io.Writer
-	Log        zerolog.Logger
+	In            io.Reader
+	Out           io.Writer
+	Log           zerolog.Logger
 	// Done is called when stdin reaches EOF: the bridge shuts down (LIF-1).
 	Done func()
+	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
+	Structured string
 }
 
 // Front is the stdio MCP server actor. It is never restarted in-process
