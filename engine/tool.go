@@ -14,7 +14,7 @@ const ToolName = "run_python"
 
 // ToolDescription is the shipped description (SPEC §4.2). Every call it
 // names is run by a test exactly as written (TOOL-2).
-const ToolDescription = "Run Python in a persistent sandbox without network. Variables, imports and /workspace files " +
+const ToolDescription = "Run Python in a persistent offline sandbox. Variables and /workspace files " +
 	"persist per session; top-level await works. Call tools of listed servers: " +
 	"await mcp_{server}.{tool}(...). Helpers: runtime.discovered_servers(), " +
 	"await runtime.search_tool_docs('query'), print(runtime.capability_summary()). timeout in seconds."

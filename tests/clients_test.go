@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,58 @@ func TestBackgroundJobErrorsAndCap(t *testing.T) {
 	r = b.run("runtime.result('job-9')")
 	if got := text(t, r); !r.IsError || !strings.Contains(got, "No background job 'job-9'") {
 		t.Errorf("unknown job: %q", got)
+	}
+}
+
+// toolEntry starts a bridge with env (no container runtime: tools/list
+// never needs one) and returns its run_python entry as raw JSON.
+func toolEntry(t *testing.T, env map[string]string) (string, map[string]any) {
+	t.Helper()
+	env["PATH"] = t.TempDir()
+	b := startBridge(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tools, err := b.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 1 {
+		t.Fatalf("tools/list: %v %+v", err, tools)
+	}
+	raw, _ := json.Marshal(tools.Tools[0])
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return string(raw), m
+}
+
+// TestToolEntryMetaAndInventory checks that the entry carries
+// _meta["anthropic/alwaysLoad"] unless MCP_BRIDGE_ALWAYS_LOAD=0, is
+// byte-identical with 0, 1 and 50 configured servers, and lists the servers
+// only with MCP_BRIDGE_TOOL_INVENTORY=names.
+func TestToolEntryMetaAndInventory(t *testing.T) {
+	servers := func(n int) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < n; i++ {
+			m[fmt.Sprintf("srv%02d", i)] = fake("--name", "x")
+		}
+		return m
+	}
+	var entries []string
+	for _, n := range []int{0, 1, 50} {
+		raw, m := toolEntry(t, withServers(t, servers(n), nil))
+		if meta, _ := json.Marshal(m["_meta"]); string(meta) != `{"anthropic/alwaysLoad":true}` {
+			t.Errorf("%d servers: _meta = %s", n, meta)
+		}
+		entries = append(entries, raw)
+	}
+	if entries[0] != entries[1] || entries[0] != entries[2] {
+		t.Errorf("entries differ with 0, 1 and 50 servers:\n%s\n%s\n%s", entries[0], entries[1], entries[2])
+	}
+	if _, m := toolEntry(t, map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "0"}); m["_meta"] != nil {
+		t.Errorf("MCP_BRIDGE_ALWAYS_LOAD=0: _meta = %v", m["_meta"])
+	}
+	withDesc := map[string]any{"github": map[string]any{"command": fakeBin, "description": "Issues and pull requests"}, "fs": fake()}
+	_, m := toolEntry(t, withServers(t, withDesc, map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "names"}))
+	desc, _ := m["description"].(string)
+	if !strings.HasPrefix(desc, "Run Python in a persistent offline sandbox") ||
+		!(strings.HasSuffix(desc, " Servers: fs, github (Issues and pull requests).") || strings.HasSuffix(desc, " Servers: github (Issues and pull requests), fs.")) {
+		t.Errorf("inventory description = %q", desc)
 	}
 }
