@@ -59,7 +59,8 @@ func TestManualBudget(t *testing.T) {
 		t.Errorf("manual is %d o200k tokens, budget 450", n)
 	}
 	for _, want := range []string{"persist", "reset()", "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "search_tool_docs", "MCPError",
-		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers."} {
+		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers.",
+		"runtime.start(", "runtime.result(", "runtime.jobs()"} {
 		if !strings.Contains(Manual, want) {
 			t.Errorf("manual does not mention %q", want)
 		}
