@@ -262,15 +262,9 @@ def start(work, *args, **kwargs):
     elif not callable(work):
         raise rt.MCPError("start() takes code (a string), a coroutine or a callable, not %s" % type(work).__name__)
     with _LOCK:
-        _forget_finished()
-        if len(_JOBS) >= MAX_JOBS:
-            raise rt.MCPError("Too many background jobs (%d running); collect or wait for one" % MAX_JOBS)
         _COUNT[0] += 1
         n = _COUNT[0]
-        # Half the call cap, so a collection's head, marker and tail fit
-        # within the collecting call's own cap.
-        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2)
-        _JOBS[job.id] = job
+    # Built before the job is registered: a SyntaxError leaves no job behind.
     if isinstance(work, str):
         target = _code_target(work, n, sys.modules["__main__"].__dict__)
     elif inspect.iscoroutine(work):
@@ -284,6 +278,14 @@ def start(work, *args, **kwargs):
                     return await value
                 value = _run_coroutine(wrap())
             return value
+    with _LOCK:
+        _forget_finished()
+        if len(_JOBS) >= MAX_JOBS:
+            raise rt.MCPError("Too many background jobs (%d running); collect or wait for one" % MAX_JOBS)
+        # Half the call cap, so a collection's head, marker and tail fit
+        # within the collecting call's own cap.
+        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2)
+        _JOBS[job.id] = job
     threading.Thread(target=job._run, args=(target,), name=job.id, daemon=True).start()
     return job
 

@@ -464,6 +464,9 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},
 	"MCP_BRIDGE_SERVER_IDLE_TIMEOUT":  {"x", "1.5"},
+	"MCP_BRIDGE_STRUCTURED":           {"sometimes", "true"},
+	"MCP_BRIDGE_ALWAYS_LOAD":          {"maybe", "2"},
+	"MCP_BRIDGE_TOOL_INVENTORY":       {"all", "names,descriptions"},
 }
 
 var anyValueEnv = map[string]string{

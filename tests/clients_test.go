@@ -229,6 +229,11 @@ func TestBackgroundJobErrorsAndCap(t *testing.T) {
 	if got := text(t, r); !r.IsError || !strings.Contains(got, "No background job 'job-9'") {
 		t.Errorf("unknown job: %q", got)
 	}
+	r = b.run("runtime.start('def (')")
+	if got := text(t, r); !r.IsError || !strings.Contains(got, "SyntaxError") {
+		t.Errorf("job with a syntax error: %q", got)
+	}
+	b.expectText("len(runtime.jobs())", "3", false)
 }
 
 // toolEntry starts a bridge with env (no container runtime: tools/list
