@@ -231,11 +231,12 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	manual := entrypoint.Manual
 	front := actors.NewFront(actors.FrontConfig{
 		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout),
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
 		Render:       e.Render,
+		Structured:   e.Env.Structured,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,

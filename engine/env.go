@@ -52,6 +52,13 @@ type Env struct {
 	// order), from MCP_BRIDGE_CONFIG_SOURCES; Home locates their files.
 	ConfigSources []string
 	Home          string
+	// Structured is MCP_BRIDGE_STRUCTURED: auto, always or never.
+	Structured string
+	// AlwaysLoad is MCP_BRIDGE_ALWAYS_LOAD: the tool carries
+	// _meta["anthropic/alwaysLoad"] so Claude Code does not defer it.
+	AlwaysLoad bool
+	// ToolInventory is MCP_BRIDGE_TOOL_INVENTORY: "" (off) or "names".
+	ToolInventory string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -64,6 +71,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
+	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY",
 }
 
 var (
@@ -201,6 +209,21 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		e.ConfigSources = srcs
 	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
+	switch e.Structured = strings.ToLower(r.str("MCP_BRIDGE_STRUCTURED")); e.Structured {
+	case "":
+		e.Structured = "auto"
+	case "auto", "always", "never":
+	default:
+		r.fail("MCP_BRIDGE_STRUCTURED", "auto, always or never")
+	}
+	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")
+	switch e.ToolInventory = strings.ToLower(r.str("MCP_BRIDGE_TOOL_INVENTORY")); e.ToolInventory {
+	case "", "names":
+	case "off", "none":
+		e.ToolInventory = ""
+	default:
+		r.fail("MCP_BRIDGE_TOOL_INVENTORY", "names, or off")
+	}
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}

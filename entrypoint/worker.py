@@ -27,6 +27,7 @@ BOOT = None
 LINK = None
 CAPTURE = None
 PUMP = None
+JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
@@ -385,7 +386,8 @@ class CaptureStream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        self._capture.write(self._stream, s)
+        if JOBS is None or not JOBS.route(self._stream, s):
+            self._capture.write(self._stream, s)
         return len(s)
 
     def writelines(self, lines):
@@ -796,6 +798,9 @@ def main(boot, src, argv):
     pkg.runtime = rt
     for name in ("MCPError",):
         setattr(pkg, name, getattr(rt, name))
+    global JOBS
+    JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
+    JOBS.install(rt)
 
     asyncio.run = _asyncio_run
     signal.signal(signal.SIGINT, _on_sigint)
