@@ -50,7 +50,7 @@ func TestDescribeHidesCwd(t *testing.T) {
 		t.Errorf("ungranted cwd = %v, want %q", got, hiddenCwd)
 	}
 	s.Spec.Cwd = ""
-	if got := describe(s, false)["cwd"]; got != "" {
-		t.Errorf("ungranted empty cwd = %v, want empty (the bridge's own directory)", got)
+	if got := describe(s, false)["cwd"]; got != nil {
+		t.Errorf("ungranted unset cwd = %v, want nil (None: the bridge's own directory)", got)
 	}
 }

@@ -47,6 +47,8 @@ type Router struct {
 	CallTimeout  time.Duration
 	StartTimeout time.Duration
 	Log          zerolog.Logger
+	// Store serves the memory and saved-tool methods; nil refuses them.
+	Store Store
 }
 
 // NewRouter returns a router with an empty catalog.
@@ -156,6 +158,9 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 
 // ServeSandbox implements RequestRouter.
 func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error) {
+	if storeMethods[method] {
+		return r.serveStore(method, params)
+	}
 	cat, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
@@ -288,6 +293,22 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 		}
 	}
 	warnings := []string{}
+	userTools, warn := r.userToolDocs()
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if cat.Server(UserToolsServer) != nil {
+		userTools = nil // a configured server of that name wins
+	}
+	if len(unknown) == 0 && len(userTools) == 0 {
+		return r.searchResults(cat, query, limit, detail, warnings)
+	}
+	tools := map[string][]ToolInfo{}
+	for _, s := range cat.Servers {
+		if s.Known {
+			tools[s.Spec.Name] = s.Tools
+		}
+	}
 	if len(unknown) > 0 {
 		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 		defer cancel()
@@ -305,12 +326,6 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 			}()
 		}
 		wg.Wait()
-		tools := map[string][]ToolInfo{}
-		for _, s := range cat.Servers {
-			if s.Known {
-				tools[s.Spec.Name] = s.Tools
-			}
-		}
 		for i, s := range unknown {
 			if errs[i] != nil {
 				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %s", s.Spec.Name, scopedError(scope, s.Spec.Name, errs[i])))
@@ -318,14 +333,21 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 			}
 			tools[s.Spec.Name] = results[i]
 		}
-		specs := make([]ServerSpec, len(cat.Servers))
-		clients := map[string]*Client{}
-		for i, s := range cat.Servers {
-			specs[i] = s.Spec
-			clients[s.Spec.Name] = s.Client
-		}
-		cat = buildCatalog(specs, clients, tools, cat.funcs)
 	}
+	specs := make([]ServerSpec, len(cat.Servers), len(cat.Servers)+1)
+	clients := map[string]*Client{}
+	for i, s := range cat.Servers {
+		specs[i] = s.Spec
+		clients[s.Spec.Name] = s.Client
+	}
+	if len(userTools) > 0 {
+		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
+		tools[UserToolsServer] = userTools
+	}
+	return r.searchResults(buildCatalog(specs, clients, tools, cat.funcs), query, limit, detail, warnings)
+}
+
+func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
 	results := []any{}
 	for _, i := range cat.search(query, limit) {
 		ref := cat.refs[i]
@@ -474,9 +496,12 @@ func describe(s *CatalogServer, granted bool) map[string]any {
 	for i, t := range s.Tools {
 		tools = append(tools, map[string]any{"name": t.Name, "alias": s.Aliases[i], "description": t.Description, "input_schema": t.InputSchema})
 	}
-	cwd := s.Spec.Cwd
-	if !granted && cwd != "" {
-		cwd = hiddenCwd
+	var cwd any // None in Python when unset, as the reference gives
+	if s.Spec.Cwd != "" {
+		cwd = s.Spec.Cwd
+		if !granted {
+			cwd = hiddenCwd
+		}
 	}
 	status := "configured"
 	if s.Known {
