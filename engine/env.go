@@ -59,6 +59,8 @@ type Env struct {
 	AlwaysLoad bool
 	// ToolInventory is MCP_BRIDGE_TOOL_INVENTORY: "" (off) or "names".
 	ToolInventory string
+	// Seccomp is MCP_BRIDGE_SECCOMP: "" (built-in profile), "runtime", or a profile path.
+	Seccomp string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -71,7 +73,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
-	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY",
+	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
 }
 
 var (
@@ -223,6 +225,9 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		e.ToolInventory = ""
 	default:
 		r.fail("MCP_BRIDGE_TOOL_INVENTORY", "names, or off")
+	}
+	if e.Seccomp = r.str("MCP_BRIDGE_SECCOMP"); e.Seccomp != "" && e.Seccomp != "runtime" && !filepath.IsAbs(e.Seccomp) {
+		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
 	}
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")

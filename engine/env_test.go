@@ -344,6 +344,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
 		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope",
 		"MCP_BRIDGE_STRUCTURED":     "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
+		"MCP_BRIDGE_SECCOMP": "relative.json",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]
