@@ -42,22 +42,38 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	set := config.Load(e.configOptions())
-	perFile := map[string]int{}
+	var absent []string
+	for _, p := range config.WatchPaths(e.configOptions()) {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
+		}
+	}
+	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	if len(absent) > 0 {
+		detail += "; not present: " + strings.Join(absent, ", ")
+	}
+	add("OK", "config sources", "%s", detail)
+	perFile := map[string][]string{}
 	for _, en := range set.Entries {
-		perFile[en.File]++
+		perFile[en.File] = append(perFile[en.File], en.Name)
 	}
 	problems := map[string][]string{}
 	for _, p := range set.Problems {
 		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
 	}
 	if len(set.Files) == 0 {
-		add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR) and no MCP_SERVERS_CONFIG", e.Env.ConfigDir)
+		add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR), no MCP_SERVERS_CONFIG and no agent config files (MCP_BRIDGE_CONFIG_SOURCES=%s)",
+			e.Env.ConfigDir, strings.Join(e.Env.ConfigSources, ","))
 	}
 	for _, f := range set.Files {
+		contrib := fmt.Sprintf("%s: %d servers", set.Sources[f], len(perFile[f]))
+		if len(perFile[f]) > 0 {
+			contrib += " (" + strings.Join(perFile[f], ", ") + ")"
+		}
 		if len(problems[f]) > 0 {
-			add("WARN", "config "+f, "%d servers; skipped: %s", perFile[f], strings.Join(problems[f], "; "))
+			add("WARN", "config "+f, "%s; skipped: %s", contrib, strings.Join(problems[f], "; "))
 		} else {
-			add("OK", "config "+f, "%d servers", perFile[f])
+			add("OK", "config "+f, "%s", contrib)
 		}
 	}
 	for _, w := range set.Warnings {

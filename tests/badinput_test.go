@@ -467,6 +467,13 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_IMAGES":           {"-1", "101", "x"},
 	"MCP_BRIDGE_MAX_IMAGE_BYTES":      {"1023", "99999999", "1m"},
 	"MCP_BRIDGE_MOUNTS":               {"relative:/data", "/:/data", "/tmp:/etc", "/tmp:/data:rx", "/nonexistent-bridge:/data"},
+
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": {"1023", "x", "268435457"},
+	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
+	"MCP_BRIDGE_CONFIG_SOURCES":         {"cursor,nope", "home"},
+	"MCP_BRIDGE_STRUCTURED":             {"sometimes", "true"},
+	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},
+	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
 }
 
 var anyValueEnv = map[string]string{

@@ -98,6 +98,13 @@ func startBridge(t *testing.T, extra map[string]string) *bridge {
 // startBridgeWith starts the bridge with args and completes the handshake.
 func startBridgeWith(t *testing.T, extra map[string]string, args []string) *bridge {
 	t.Helper()
+	return startBridgeAs(t, extra, args, "bridge-e2e")
+}
+
+// startBridgeAs is startBridgeWith for a client that sends clientName in
+// clientInfo at initialize.
+func startBridgeAs(t *testing.T, extra map[string]string, args []string, clientName string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
 	tr := transport.NewStdioWithOptions(bridgeBin, nil, args,
@@ -116,7 +123,7 @@ func startBridgeWith(t *testing.T, extra map[string]string, args []string) *brid
 	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
-	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-e2e", Version: "1"}
+	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
 	init, err := b.c.Initialize(ctx, req)
 	if err != nil {
 		b.Close()
