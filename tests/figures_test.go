@@ -81,9 +81,6 @@ print("done")`)
 			t.Errorf("image %d is %dx%d, want %dx100", i, w, h, want)
 		}
 	}
-	if sc := structured(t, r); sc["images"] != float64(3) {
-		t.Errorf("structuredContent images = %v, want 3", sc["images"])
-	}
 	// Shown figures were closed: the next call attaches nothing.
 	r = b.expectText("print(len(plt.get_fignums()))", "0", false)
 	if len(r.Content) != 1 {
@@ -230,10 +227,11 @@ print("sent")`)
 
 // progressRecorder collects notifications/progress for one token.
 type progressRecorder struct {
-	mu    sync.Mutex
-	token string
-	got   []mcp.ProgressNotificationParams
-	other int // progress notifications for another token
+	mu     sync.Mutex
+	token  string
+	ignore map[any]bool // tokens of earlier calls, whose last notification may trail their response
+	got    []mcp.ProgressNotificationParams
+	other  int // progress notifications for another token
 }
 
 func (p *progressRecorder) handle(n mcp.JSONRPCNotification) {
@@ -243,6 +241,9 @@ func (p *progressRecorder) handle(n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.ignore[f["progressToken"]] {
+		return
+	}
 	if f["progressToken"] != p.token {
 		p.other++
 		return
@@ -325,7 +326,7 @@ func TestProgressNotifications(t *testing.T) {
 	}
 
 	// Without a token: nothing.
-	rec := &progressRecorder{token: "none"}
+	rec := &progressRecorder{token: "none", ignore: map[any]bool{"tok-1": true, "tok-flood": true}}
 	b.c.OnNotification(rec.handle)
 	b.expectText("import time\nfor i in range(10):\n    print(i)\n    time.sleep(0.1)", "0\n1\n2\n3\n4\n5\n6\n7\n8\n9", false)
 	if _, other := rec.snapshot(); other != 0 {
