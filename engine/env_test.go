@@ -327,6 +327,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_OUTPUT_MODE": "x", "MCP_BRIDGE_LOG_LEVEL": "x", "MCP_BRIDGE_OCI_RUNTIME": "-x",
 		"MCP_BRIDGE_MAX_OUTPUT_BYTES": "x", "MCP_BRIDGE_MAX_FRAME_BYTES": "x", "MCP_BRIDGE_CALL_TIMEOUT": "x",
 		"MCP_BRIDGE_START_TIMEOUT": "x", "MCP_BRIDGE_MAX_SESSIONS": "x", "MCP_BRIDGE_UNSAFE_LOCAL": "x",
+		"MCP_BRIDGE_LOG_FORMAT": "yaml",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

@@ -91,7 +91,6 @@ func TestOwnerAlive(t *testing.T) {
 	}
 }
 
-
 // TestOwnerLock checks the lock that proves a bridge alive: held while its
 // holder keeps it, free (and pruned) after; a held lock is never pruned.
 func TestOwnerLock(t *testing.T) {
