@@ -39,6 +39,7 @@ func defaultEnv() Env {
 		StateDir:        filepath.Join(testHome, "MCPs"),
 		OutputMode:      "compact",
 		LogLevel:        zerolog.InfoLevel,
+		LogFormat:       "auto",
 		ServersConfig:   "",
 		ConfigDir:       filepath.Join(testHome, "MCPs"),
 		OCIRuntime:      "",
