@@ -72,6 +72,17 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	var res actors.Result
 	emit := func(r actors.Result) {
 		res = r
+		if src := engine.SpillPath(r); src != "" {
+			// The session's container is removed when exec exits: copy the
+			// full output out first and point the marker at the copy.
+			dst, err := e.FetchSpill(ctx, r)
+			if err != nil {
+				dst = "(lost when exec exits: " + err.Error() + "; raise MCP_BRIDGE_MAX_OUTPUT_BYTES, or write the output to a file and print it in parts)"
+			}
+			for i := range r.Output {
+				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
+			}
+		}
 		fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode))
 	}
 	if msg != "" {
