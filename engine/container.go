@@ -287,7 +287,9 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	if n > 0 {
 		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
 	}
-	return n + l.sweepStranded(ctx)
+	n += l.sweepStranded(ctx)
+	l.log.Debug().Int("removed", n).Msg("sweep: done")
+	return n
 }
 
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
