@@ -162,16 +162,7 @@ func TestContainersDieWithBridge(t *testing.T) {
 	t.Logf("containers gone %v after SIGKILL", time.Since(killed).Round(10*time.Millisecond))
 }
 
-func countContainers(prefix string) int {
-	out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
-	n := 0
-	for _, name := range strings.Fields(string(out)) {
-		if strings.HasPrefix(name, prefix) {
-			n++
-		}
-	}
-	return n
-}
+func countContainers(prefix string) int { return len(containerNames(prefix)) }
 
 // TestCLITable checks every command's help, a typo, a stray argument and a
 // bad value against the binary: the exit code, stdout only for help, and
@@ -349,20 +340,62 @@ func TestConcurrentBridgesKeepContainers(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("needs root for unshare --pid (CI runs the suite as root)")
 	}
-	ns := []string{"unshare", "--pid", "--fork", "--mount-proc", bridgeBin, "run"}
-	x := startBridgeArgv(t, nil, ns[0], ns[1:])
+	// sh stays the namespace's pid 1, so the bridge exits (and cleans up)
+	// before the kernel tears the namespace down.
+	ns := []string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", `"$0" run; :`, bridgeBin}
+	// The owner label carries the lock path, under each bridge's HOME.
+	hx, hy, hz := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Cleanup(func() {
+		// A namespace's teardown can strand a container its bridge was
+		// still creating; remove them until none is left.
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+			left := append(containersOwnedUnder(hx), containersOwnedUnder(hz)...)
+			if len(left) == 0 {
+				return
+			}
+			_ = exec.Command("podman", append([]string{"rm", "-f", "-t", "0"}, left...)...).Run()
+		}
+	})
+	x := startBridgeArgv(t, map[string]string{"HOME": hx}, ns[0], ns[1:])
 	x.expectText("v = 'x'\nprint(v)", "x", false)
-	y := startBridge(t, nil)
+	xs := containersOwnedUnder(hx)
+	if len(xs) == 0 {
+		t.Fatal("the namespaced bridge has no containers")
+	}
+	y := startBridge(t, map[string]string{"HOME": hy})
 	y.expectText("v = 'y'\nprint(v)", "y", false)
 	waitSweep(t, y)
-	z := startBridgeArgv(t, nil, ns[0], ns[1:])
+	ys := containersOwnedUnder(hy)
+	z := startBridgeArgv(t, map[string]string{"HOME": hz}, ns[0], ns[1:])
 	waitSweep(t, z)
+	left := map[string]bool{}
+	for _, n := range containerNames("bridge-") {
+		left[n] = true
+	}
+	for _, n := range append(xs, ys...) {
+		if !left[n] {
+			t.Errorf("container %s of a living bridge was removed by another bridge's sweep", n)
+		}
+	}
 	for _, b := range []*bridge{x, y} {
 		if r := b.run("print(v)"); r.IsError {
 			t.Errorf("a session lost its state when another bridge started: %s", text(t, r))
 		}
 	}
 	z.expectText("print(2)", "2", false)
+}
+
+// containersOwnedUnder lists the containers whose bridge.owner label
+// names a lock file under dir.
+func containersOwnedUnder(dir string) []string {
+	out, _ := exec.Command("podman", "ps", "-a", "--format", `{{.Names}} {{index .Labels "bridge.owner"}}`).Output()
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, owner, ok := strings.Cut(line, " "); ok && strings.Contains(owner, "/lock="+dir+"/") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // waitSweep waits until the bridge logged the end of its start-up sweep.
@@ -375,4 +408,16 @@ func waitSweep(t *testing.T, b *bridge) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// containerNames lists the containers whose name starts with prefix.
+func containerNames(prefix string) []string {
+	out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+	var names []string
+	for _, n := range strings.Fields(string(out)) {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
