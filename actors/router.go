@@ -75,16 +75,18 @@ func (r *Router) skipped() []ConfigProblem {
 func (r *Router) unknownServer(cat *Catalog, name string) string {
 	msg := "Unknown MCP server: " + name
 	names := cat.Names()
+	sep := ". "
 	if s := cat.funcs.Suggest(name, names, 1); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean '%s'?", s[0])
+		sep = " "
 	}
 	switch {
 	case len(names) == 0:
-		msg += ". No servers are configured."
+		msg += sep + "No servers are configured."
 	case len(names) > maxKnownNames:
-		msg += fmt.Sprintf(". Known servers: %s and %d more (runtime.discovered_servers()).", strings.Join(names[:maxKnownNames], ", "), len(names)-maxKnownNames)
+		msg += fmt.Sprintf("%sKnown servers: %s and %d more (runtime.discovered_servers()).", sep, strings.Join(names[:maxKnownNames], ", "), len(names)-maxKnownNames)
 	default:
-		msg += ". Known servers: " + strings.Join(names, ", ") + "."
+		msg += sep + "Known servers: " + strings.Join(names, ", ") + "."
 	}
 	if probs := r.skipped(); len(probs) > 0 {
 		parts := make([]string, len(probs))
