@@ -2,20 +2,33 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // RunDir is the working directory of every container CLI the bridge runs:
-// <state>/.bridge/run. The CLI and what it starts write files into their
-// working directory (podman's conmon leaves an `oom` file there after each
-// out-of-memory kill), and the bridge is usually started in the user's
-// project, which it must never write into. When the state dir cannot be
-// created it falls back to the system temp dir.
+// bridge-run-<uid> in the temp dir, created 0700 and used only when it is a
+// directory of this user with that mode. The CLI and what it starts write
+// files into their working directory (podman's conmon leaves an `oom` file
+// there after each out-of-memory kill), and the bridge is usually started
+// in the user's project, which it must never write into. (A directory under
+// the state dir made container removal after SIGTERM miss its deadline in
+// the lifecycle tests.) Otherwise it is the temp dir itself.
 func (l *Launcher) RunDir() string {
-	dir := filepath.Join(l.env.StateDir, ".bridge", "run")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("bridge-run-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return os.TempDir()
+	}
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		return os.TempDir()
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Getuid() {
 		return os.TempDir()
 	}
 	return dir
