@@ -52,6 +52,8 @@ type Router struct {
 	// named in unknown-server errors and in detailed discovered_servers;
 	// nil means none.
 	Skipped func() []ConfigProblem
+	// Store serves the memory and saved-tool methods; nil refuses them.
+	Store Store
 }
 
 // ConfigProblem is a config file (Entry "") or entry that was skipped.
@@ -204,6 +206,9 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 
 // ServeSandbox implements RequestRouter.
 func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error) {
+	if storeMethods[method] {
+		return r.serveStore(method, params)
+	}
 	cat, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
@@ -247,7 +252,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		s, err := r.known(ctx, cat, deref(p.Name, p.Server))
+		s, err := r.known(ctx, cat, scope, deref(p.Name, p.Server))
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +263,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 			}
 			return map[string]any{"tools": raw}, nil
 		}
-		return map[string]any{"server": describe(s)}, nil
+		return map[string]any{"server": describe(s, contains(scope.Servers, s.Spec.Name))}, nil
 	case protocol.MethodQueryToolDocs:
 		var p struct {
 			Server string  `json:"server"`
@@ -268,7 +273,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		s, err := r.known(ctx, cat, p.Server)
+		s, err := r.known(ctx, cat, scope, p.Server)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +301,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if strings.TrimSpace(p.Query) == "" {
 			return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing 'query' value")
 		}
-		return r.search(ctx, cat, p.Query, max(1, min(20, p.Limit)), p.Detail)
+		return r.search(ctx, cat, scope, p.Query, max(1, min(20, p.Limit)), p.Detail)
 	case protocol.MethodSuggestTools:
 		var p struct {
 			Server string `json:"server"`
@@ -317,8 +322,9 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 }
 
 // known returns a discovered server with its tools known, starting it when
-// it has no catalog yet.
-func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*CatalogServer, error) {
+// it has no catalog yet. A start failure shows its stderr and host details
+// only when scope grants the server.
+func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name string) (*CatalogServer, error) {
 	s := cat.Server(name)
 	if s == nil {
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, r.unknownServer(cat, name))
@@ -328,7 +334,7 @@ func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*Catalog
 	}
 	tools, err := s.Client.Tools(ctx)
 	if err != nil {
-		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}
 	return newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs), nil
 }
@@ -336,7 +342,7 @@ func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*Catalog
 // search ranks tools over every discovered server (SRC-2). Servers without a
 // known catalog are started in parallel, bounded; those that fail are
 // skipped with a warning.
-func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit int, detail string) (any, error) {
+func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query string, limit int, detail string) (any, error) {
 	var unknown []*CatalogServer
 	for _, s := range cat.Servers {
 		if !s.Known {
@@ -344,6 +350,22 @@ func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit i
 		}
 	}
 	warnings := []string{}
+	userTools, warn := r.userToolDocs()
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if cat.Server(UserToolsServer) != nil {
+		userTools = nil // a configured server of that name wins
+	}
+	if len(unknown) == 0 && len(userTools) == 0 {
+		return r.searchResults(cat, query, limit, detail, warnings)
+	}
+	tools := map[string][]ToolInfo{}
+	for _, s := range cat.Servers {
+		if s.Known {
+			tools[s.Spec.Name] = s.Tools
+		}
+	}
 	if len(unknown) > 0 {
 		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 		defer cancel()
@@ -361,27 +383,28 @@ func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit i
 			}()
 		}
 		wg.Wait()
-		tools := map[string][]ToolInfo{}
-		for _, s := range cat.Servers {
-			if s.Known {
-				tools[s.Spec.Name] = s.Tools
-			}
-		}
 		for i, s := range unknown {
 			if errs[i] != nil {
-				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %v", s.Spec.Name, errs[i]))
+				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %s", s.Spec.Name, scopedError(scope, s.Spec.Name, errs[i])))
 				continue
 			}
 			tools[s.Spec.Name] = results[i]
 		}
-		specs := make([]ServerSpec, len(cat.Servers))
-		clients := map[string]*Client{}
-		for i, s := range cat.Servers {
-			specs[i] = s.Spec
-			clients[s.Spec.Name] = s.Client
-		}
-		cat = buildCatalog(specs, clients, tools, cat.funcs)
 	}
+	specs := make([]ServerSpec, len(cat.Servers), len(cat.Servers)+1)
+	clients := map[string]*Client{}
+	for i, s := range cat.Servers {
+		specs[i] = s.Spec
+		clients[s.Spec.Name] = s.Client
+	}
+	if len(userTools) > 0 {
+		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
+		tools[UserToolsServer] = userTools
+	}
+	return r.searchResults(buildCatalog(specs, clients, tools, cat.funcs), query, limit, detail, warnings)
+}
+
+func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
 	results := []any{}
 	for _, i := range cat.search(query, limit) {
 		ref := cat.refs[i]
@@ -419,7 +442,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	if !s.Known {
 		var err error
-		if s, err = r.known(ctx, cat, p.Server); err != nil {
+		if s, err = r.known(ctx, cat, scope, p.Server); err != nil {
 			return nil, err
 		}
 	}
@@ -506,12 +529,33 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func describe(s *CatalogServer) map[string]any {
+// scopedError is err's message as the sandbox sees it: complete for a
+// server the call grants (VAL-3), redacted otherwise.
+func scopedError(scope Scope, server string, err error) string {
+	if contains(scope.Servers, server) {
+		return err.Error()
+	}
+	return RedactedError(err)
+}
+
+// hiddenCwd replaces the cwd of a server the call does not grant: a host
+// path is shown only to calls that may use the server.
+const hiddenCwd = "(hidden: add the server to the servers argument of run_python to see it)"
+
+// describe is describe_server's answer; granted tells whether the call may
+// use the server, which alone shows its host directory.
+func describe(s *CatalogServer, granted bool) map[string]any {
 	tools := make([]map[string]any, 0, len(s.Tools))
 	for i, t := range s.Tools {
 		tools = append(tools, map[string]any{"name": t.Name, "alias": s.Aliases[i], "description": t.Description, "input_schema": t.InputSchema})
 	}
-	cwd := s.Spec.Cwd
+	var cwd any // None in Python when unset, as the reference gives
+	if s.Spec.Cwd != "" {
+		cwd = s.Spec.Cwd
+		if !granted {
+			cwd = hiddenCwd
+		}
+	}
 	status := "configured"
 	if s.Known {
 		status = "available"

@@ -44,6 +44,8 @@ type ArgvSpec struct {
 	Nproc      uint64
 	DataBytes  int64 // > 0 adds --ulimit data (rootless cgroup v1)
 	Bootstrap  string
+	Seccomp    string // seccomp profile file; "" keeps the runtime's default profile
+	UserNS     string // --userns value, e.g. "auto" (rootful podman); "" adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -66,8 +68,14 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Podman {
 		a = append(a, "--read-only-tmpfs=false")
 	}
-	a = append(a, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", s.User,
-		"--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
+	a = append(a, "--cap-drop", "ALL", "--security-opt", "no-new-privileges")
+	if s.Seccomp != "" {
+		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
+	}
+	if s.UserNS != "" {
+		a = append(a, "--userns", s.UserNS)
+	}
+	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
 		a = append(a, "--cpus", s.CPUs)
 	}
@@ -107,6 +115,11 @@ type Launcher struct {
 	podman   bool
 	oci      string // effective OCI runtime; may switch to runc (RT-3)
 	err      error
+
+	confineOnce sync.Once
+	seccomp     string // profile path for --security-opt seccomp=; "" for the runtime's default
+	userns      string // --userns value; "" for none
+	confineErr  error
 }
 
 // NewLauncher returns a launcher for env; owner is the bridge.owner label value.
@@ -177,12 +190,16 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	if err != nil {
 		return actors.SandboxCommand{}, err
 	}
+	seccomp, userns, err := l.confinement(podman)
+	if err != nil {
+		return actors.SandboxCommand{}, err
+	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	argv := ContainerArgv(ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-		Bootstrap: entrypoint.Bootstrap,
+		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
 	})
 	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
 }
@@ -296,10 +313,12 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 // with every production flag, for image checks (IMG-4).
 func (l *Launcher) VerifyArgs(img string) []string {
 	cli, podman, oci, _ := l.resolve()
+	seccomp, userns, _ := l.confinement(podman)
 	argv := ContainerArgv(ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
+		Seccomp: seccomp, UserNS: userns,
 	})
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.

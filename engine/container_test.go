@@ -35,6 +35,8 @@ func baseSpec() ArgvSpec {
 		Nofile:    1024,
 		Nproc:     1024,
 		Bootstrap: goldenBootstrap,
+		Seccomp:   "/home/u/MCPs/.bridge/seccomp-0123456789ab.json",
+		UserNS:    "auto",
 	}
 }
 
@@ -42,6 +44,7 @@ func dockerSpec() ArgvSpec {
 	s := baseSpec()
 	s.CLI = "/usr/bin/docker"
 	s.Podman = false
+	s.UserNS = ""
 	return s
 }
 
@@ -60,12 +63,18 @@ var argvCases = []struct {
 	}},
 	{"podman-runsc", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime = "runsc"
+		s.OCIRuntime, s.UserNS = "runsc", ""
 		return s
 	}},
 	{"podman-runsc-path-cpus", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime, s.CPUs = "/usr/local/bin/runsc", "2"
+		s.OCIRuntime, s.CPUs, s.UserNS = "/usr/local/bin/runsc", "2", ""
+		return s
+	}},
+	// Rootless podman with MCP_BRIDGE_SECCOMP=runtime: neither flag.
+	{"podman-rootless-runtime-seccomp", func() ArgvSpec {
+		s := baseSpec()
+		s.Seccomp, s.UserNS = "", ""
 		return s
 	}},
 	{"podman-crun-low-limits", func() ArgvSpec {
@@ -178,7 +187,6 @@ func TestContainerArgvInvariants(t *testing.T) {
 				{"--pull", "never"},
 				{"--network", "none"},
 				{"--cap-drop", "ALL"},
-				{"--security-opt", "no-new-privileges"},
 				{"--log-driver", "none"},
 				{"--user", s.User},
 				{"--memory", s.Memory},
@@ -191,6 +199,20 @@ func TestContainerArgvInvariants(t *testing.T) {
 				if got := flagValues(flags, c.flag); !slices.Equal(got, []string{c.want}) {
 					t.Errorf("%s values %q, want [%q]", c.flag, got, c.want)
 				}
+			}
+			wantSecOpt := []string{"no-new-privileges"}
+			if s.Seccomp != "" {
+				wantSecOpt = append(wantSecOpt, "seccomp="+s.Seccomp)
+			}
+			if got := flagValues(flags, "--security-opt"); !slices.Equal(got, wantSecOpt) {
+				t.Errorf("--security-opt values %q, want %q", got, wantSecOpt)
+			}
+			var wantUserNS []string
+			if s.UserNS != "" {
+				wantUserNS = []string{s.UserNS}
+			}
+			if got := flagValues(flags, "--userns"); !slices.Equal(got, wantUserNS) {
+				t.Errorf("--userns values %q, want %q", got, wantUserNS)
 			}
 			if mem, swap := flagValues(flags, "--memory"), flagValues(flags, "--memory-swap"); !slices.Equal(mem, swap) {
 				t.Errorf("--memory %q != --memory-swap %q", mem, swap)

@@ -45,6 +45,17 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	set := config.Load(e.configOptions())
+	var absent []string
+	for _, p := range config.WatchPaths(e.configOptions()) {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
+		}
+	}
+	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	if len(absent) > 0 {
+		detail += "; not present: " + strings.Join(absent, ", ")
+	}
+	add("OK", "config sources", "%s", detail)
 	doctorConfig(set, e.Env, add)
 
 	switch pol := LoadPolicy(e.Env.ConfigDir); {
@@ -106,9 +117,9 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 // missing dir or one without *.json files is a WARN, since a bridge without
 // servers still runs code.
 func doctorConfig(set config.Set, env Env, add func(string, string, string, ...any)) {
-	perFile := map[string]int{}
+	perFile := map[string][]string{}
 	for _, en := range set.Entries {
-		perFile[en.File]++
+		perFile[en.File] = append(perFile[en.File], en.Name)
 	}
 	problems := map[string][]string{}
 	selfOnly := map[string]bool{}
@@ -130,17 +141,25 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 		} else if err == nil && !st.IsDir() {
 			add("FAIL", "config", "config dir %s is not a directory; set MCP_BRIDGE_CONFIG_DIR to a directory", env.ConfigDir)
 		} else if err == nil {
-			add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR) and no MCP_SERVERS_CONFIG; no servers are proxied", env.ConfigDir)
+			add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR), no MCP_SERVERS_CONFIG and no agent config files (MCP_BRIDGE_CONFIG_SOURCES=%s); no servers are proxied",
+				env.ConfigDir, strings.Join(env.ConfigSources, ","))
 		}
 	}
 	for _, f := range set.Files {
+		contrib := fmt.Sprintf("%d servers", len(perFile[f]))
+		if src := set.Sources[f]; src != "" {
+			contrib = src + ": " + contrib
+		}
+		if len(perFile[f]) > 0 {
+			contrib += " (" + strings.Join(perFile[f], ", ") + ")"
+		}
 		switch {
 		case len(problems[f]) == 0:
-			add("OK", "config "+f, "%d servers", perFile[f])
+			add("OK", "config "+f, "%s", contrib)
 		case selfOnly[f]:
-			add("WARN", "config "+f, "%d servers; skipped: %s", perFile[f], strings.Join(problems[f], "; "))
+			add("WARN", "config "+f, "%s; skipped: %s", contrib, strings.Join(problems[f], "; "))
 		default:
-			add("FAIL", "config "+f, "%d servers loaded; skipped: %s; fix the file (the other servers still load)", perFile[f], strings.Join(problems[f], "; "))
+			add("FAIL", "config "+f, "%s; skipped: %s; fix the file (the other servers still load)", contrib, strings.Join(problems[f], "; "))
 		}
 	}
 	for _, w := range set.Warnings {

@@ -41,12 +41,12 @@ func TestDoctorConfig(t *testing.T) {
 			Files:    []string{"a.json", "b.json"},
 			Entries:  []config.Entry{{Name: "x", File: "a.json"}},
 			Problems: []config.Problem{{File: "b.json", Reason: "invalid JSON at line 1, column 2: unexpected end of input"}},
-		}, []string{"OK   config a.json: 1 servers", "FAIL config b.json: 0 servers loaded; skipped: invalid JSON at line 1, column 2: unexpected end of input; fix the file"}},
+		}, []string{"OK   config a.json: 1 servers", "FAIL config b.json: 0 servers; skipped: invalid JSON at line 1, column 2: unexpected end of input; fix the file"}},
 		{"broken entry", empty, config.Set{
 			Files:    []string{"a.json"},
 			Entries:  []config.Entry{{Name: "x", File: "a.json"}},
 			Problems: []config.Problem{{File: "a.json", Entry: "y", Reason: `"args" must be a list`}},
-		}, []string{`FAIL config a.json: 1 servers loaded; skipped: y "args" must be a list; fix the file`}},
+		}, []string{`FAIL config a.json: 1 servers (x); skipped: y "args" must be a list; fix the file`}},
 		{"self-referential only", empty, config.Set{
 			Files:    []string{"a.json"},
 			Problems: []config.Problem{{File: "a.json", Entry: "me", Reason: "Skipping self-referential server 'me' in a.json"}},

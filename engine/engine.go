@@ -21,6 +21,7 @@ import (
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/render"
+	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
 )
@@ -58,6 +59,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
+	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal)
 	e.router.Skipped = func() []actors.ConfigProblem {
 		if p := e.skipped.Load(); p != nil {
 			return *p
@@ -79,6 +81,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Extra:  env.ServersConfig,
 		Policy: filepath.Join(env.ConfigDir, PolicyFile),
 		Log:    log,
+		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
@@ -103,6 +106,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
+		Discovered:     e.router.DiscoveredNames,
 	}
 	return e
 }
@@ -134,8 +138,9 @@ func (e *Engine) configOptions() config.Options {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
+	cwd, _ := os.Getwd()
 	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath}
+		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and
@@ -237,11 +242,12 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	manual := entrypoint.Manual
 	front := actors.NewFront(actors.FrontConfig{
 		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout),
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
 		Render:       e.Render,
+		Structured:   e.Env.Structured,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,

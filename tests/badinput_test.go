@@ -465,6 +465,13 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},
 	"MCP_BRIDGE_SERVER_IDLE_TIMEOUT":  {"x", "1.5"},
+
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": {"1023", "x", "268435457"},
+	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
+	"MCP_BRIDGE_CONFIG_SOURCES":         {"cursor,nope", "home"},
+	"MCP_BRIDGE_STRUCTURED":             {"sometimes", "true"},
+	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},
+	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
 }
 
 var anyValueEnv = map[string]string{

@@ -321,7 +321,7 @@ func TestSkippedConfigIsNamed(t *testing.T) {
 		t.Errorf("discovered_servers(detailed=True): exit %d, %q; want the skipped file\nstderr: %s", code, out, tail(errOut, 1000))
 	}
 	out, _, code = runCLI(t, env, "", "doctor", "--server", "evrything")
-	if code != 1 || !strings.Contains(out, "FAIL config "+filepath.Join(dir, "broken.json")+": 0 servers loaded; skipped: invalid JSON") ||
+	if code != 1 || !strings.Contains(out, "FAIL config "+filepath.Join(dir, "broken.json")+": mcps: 0 servers; skipped: invalid JSON") ||
 		!strings.Contains(out, `FAIL server evrything: not found in the configuration; did you mean "everything"?`) {
 		t.Errorf("doctor: exit %d, output:\n%s\nwant exit 1, a FAIL for broken.json and a suggestion", code, out)
 	}
@@ -356,7 +356,7 @@ func TestConcurrentBridgesKeepContainers(t *testing.T) {
 			_ = exec.Command("podman", append([]string{"rm", "-f", "-t", "0"}, left...)...).Run()
 		}
 	})
-	x := startBridgeArgv(t, map[string]string{"HOME": hx}, ns[0], ns[1:])
+	x := startBridgeArgv(t, map[string]string{"HOME": hx}, ns[0], ns[1:], "bridge-e2e")
 	x.expectText("v = 'x'\nprint(v)", "x", false)
 	xs := containersOwnedUnder(hx)
 	if len(xs) == 0 {
@@ -366,7 +366,7 @@ func TestConcurrentBridgesKeepContainers(t *testing.T) {
 	y.expectText("v = 'y'\nprint(v)", "y", false)
 	waitSweep(t, y)
 	ys := containersOwnedUnder(hy)
-	z := startBridgeArgv(t, map[string]string{"HOME": hz}, ns[0], ns[1:])
+	z := startBridgeArgv(t, map[string]string{"HOME": hz}, ns[0], ns[1:], "bridge-e2e")
 	waitSweep(t, z)
 	left := map[string]bool{}
 	for _, n := range containerNames("bridge-") {
