@@ -456,6 +456,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_ALLOW_SELF_SERVER":    {"maybe", "2", "y"},
 	"MCP_BRIDGE_OUTPUT_MODE":          {"tooon", "yaml", "text"},
 	"MCP_BRIDGE_LOG_FORMAT":           {"yaml", "pretty"},
+	"MCP_BRIDGE_SECCOMP":              {"relative.json"},
 	"MCP_BRIDGE_LOG_LEVEL":            {"verbose", "10", "fatal!"},
 	"MCP_BRIDGE_OCI_RUNTIME":          {"-x", "--root=/"},
 	"MCP_BRIDGE_MAX_OUTPUT_BYTES":     {"1023", "x", "16777217", "-1"},
