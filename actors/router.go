@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -47,8 +48,59 @@ type Router struct {
 	CallTimeout  time.Duration
 	StartTimeout time.Duration
 	Log          zerolog.Logger
+	// Skipped returns the config files and entries the last load skipped,
+	// named in unknown-server errors and in detailed discovered_servers;
+	// nil means none.
+	Skipped func() []ConfigProblem
 	// Store serves the memory and saved-tool methods; nil refuses them.
 	Store Store
+}
+
+// ConfigProblem is a config file (Entry "") or entry that was skipped.
+type ConfigProblem struct {
+	File, Entry, Reason string
+}
+
+// maxKnownNames bounds the server names an unknown-server error lists.
+const maxKnownNames = 20
+
+func (r *Router) skipped() []ConfigProblem {
+	if r.Skipped == nil {
+		return nil
+	}
+	return r.Skipped()
+}
+
+// unknownServer is the message for a server name that is not configured. It
+// names the fix: the nearest name, the known servers, and the config files
+// or entries that were skipped (a broken file may be where it is defined).
+func (r *Router) unknownServer(cat *Catalog, name string) string {
+	msg := "Unknown MCP server: " + name
+	names := cat.Names()
+	sep := ". "
+	if s := cat.funcs.Suggest(name, names, 1); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean '%s'?", s[0])
+		sep = " "
+	}
+	switch {
+	case len(names) == 0:
+		msg += sep + "No servers are configured."
+	case len(names) > maxKnownNames:
+		msg += fmt.Sprintf("%sKnown servers: %s and %d more (runtime.discovered_servers()).", sep, strings.Join(names[:maxKnownNames], ", "), len(names)-maxKnownNames)
+	default:
+		msg += sep + "Known servers: " + strings.Join(names, ", ") + "."
+	}
+	if probs := r.skipped(); len(probs) > 0 {
+		parts := make([]string, len(probs))
+		for i, p := range probs {
+			parts[i] = p.File + ": " + p.Reason
+			if p.Entry != "" {
+				parts[i] = fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason)
+			}
+		}
+		msg += " Skipped config: " + strings.Join(parts, "; ") + " (fix it, then call again; `bridge doctor` checks the config)."
+	}
+	return msg
 }
 
 // NewRouter returns a router with an empty catalog.
@@ -125,11 +177,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 	}
 	for _, n := range names {
 		if cat.Server(n) == nil {
-			msg := "Unknown MCP server: " + n
-			if s := cat.funcs.Suggest(n, cat.Names(), 1); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean '%s'?", s[0])
-			}
-			return nil, fmt.Errorf("%s", msg)
+			return nil, errors.New(r.unknownServer(cat, n))
 		}
 	}
 	// Each server's live tool list comes back with its start, so the
@@ -179,6 +227,15 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 				out = append(out, map[string]string{"name": s.Spec.Name, "description": s.Spec.Description})
 			} else {
 				out = append(out, s.Spec.Name)
+			}
+		}
+		if p.Detailed { // what did not load, and why
+			for _, sk := range r.skipped() {
+				d := map[string]string{"file": sk.File, "skipped": sk.Reason}
+				if sk.Entry != "" {
+					d["name"] = sk.Entry
+				}
+				out = append(out, d)
 			}
 		}
 		return map[string]any{"servers": out}, nil
@@ -270,7 +327,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name string) (*CatalogServer, error) {
 	s := cat.Server(name)
 	if s == nil {
-		return nil, unknownServer(name)
+		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, r.unknownServer(cat, name))
 	}
 	if s.Known {
 		return s, nil
@@ -451,10 +508,6 @@ func decodeParams(method string, params json.RawMessage, v any) error {
 		return invalidParams(method, err)
 	}
 	return nil
-}
-
-func unknownServer(name string) error {
-	return LinkError(protocol.CodeNotFound, protocol.KindNotFound, "Unknown MCP server: "+name)
 }
 
 func deref(a, b *string) string {

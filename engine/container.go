@@ -207,7 +207,7 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
 		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
 	})
-	return actors.SandboxCommand{Argv: argv, Name: name}, nil
+	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
 }
 
 // Remove force-removes a container by name (CLN-4), bounded by ctx.
@@ -220,7 +220,7 @@ func (l *Launcher) Remove(ctx context.Context, name string) {
 		return
 	}
 	args := append(l.GlobalArgs(), "rm", "-f", "-t", "0", name)
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	out, err := l.RuntimeCommand(ctx, cli, args...).CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "no such container") && !strings.Contains(string(out), "No such container") {
 		l.log.Debug().Err(err).Str("container", name).Str("output", strings.TrimSpace(string(out))).Msg("container remove")
 	}
@@ -281,46 +281,6 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Owner returns this process's bridge.owner label: host/pid/start ms (CTR-4).
-func Owner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), processStartMs(os.Getpid()))
-}
-
-func bootTimeMs() int64 {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			s, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return s * 1000
-		}
-	}
-	return 0
-}
-
-// OwnerAlive reports whether a bridge.owner label names a living process on
-// this host. Labels of other hosts count as alive: they are never touched.
-func OwnerAlive(owner string) bool {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 {
-		return true
-	}
-	host, _ := os.Hostname()
-	if parts[0] != host {
-		return true
-	}
-	pid, err1 := strconv.Atoi(parts[1])
-	start, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	got := processStartMs(pid)
-	return got != 0 && got == start
-}
-
 // Sweep removes containers whose owner on this host is dead (CTR-4).
 func (l *Launcher) Sweep(ctx context.Context) int {
 	if l.Local() {
@@ -333,7 +293,7 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	args := append(l.GlobalArgs(), "ps", "-a", "--filter", "label=bridge.owner", "--format", `{{.Names}} {{index .Labels "bridge.owner"}}`)
-	out, err := exec.CommandContext(ctx, cli, args...).Output()
+	out, err := l.RuntimeCommand(ctx, cli, args...).Output()
 	if err != nil {
 		l.log.Debug().Err(err).Msg("sweep: list containers")
 		return 0
@@ -350,7 +310,9 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	if n > 0 {
 		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
 	}
-	return n + l.sweepStranded(ctx)
+	n += l.sweepStranded(ctx)
+	l.log.Debug().Int("removed", n).Msg("sweep: done")
+	return n
 }
 
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
@@ -408,7 +370,7 @@ func (l *Launcher) sweepStranded(ctx context.Context) int {
 		killTree(pid)
 		if runtime != "" && id != "" {
 			dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_ = exec.CommandContext(dctx, runtime, "delete", "--force", id).Run()
+			_ = l.RuntimeCommand(dctx, runtime, "delete", "--force", id).Run()
 			cancel()
 		}
 		n++

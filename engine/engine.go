@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,6 +44,7 @@ type Engine struct {
 	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
+	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -58,6 +60,12 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
 	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal)
+	e.router.Skipped = func() []actors.ConfigProblem {
+		if p := e.skipped.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	e.serversSup = suture.New("servers", e.spec())
@@ -142,9 +150,12 @@ func (e *Engine) configOptions() config.Options {
 // returns the servers in config order.
 func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	set := config.Load(e.configOptions())
+	skipped := make([]actors.ConfigProblem, 0, len(set.Problems))
 	for _, p := range set.Problems {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
+		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason})
 	}
+	e.skipped.Store(&skipped)
 	for _, w := range set.Warnings {
 		e.Log.Info().Msg(w)
 	}

@@ -34,6 +34,7 @@ type Env struct {
 	StateDir        string
 	OutputMode      string // compact, toon or json
 	LogLevel        zerolog.Level
+	LogFormat       string // auto (console on a terminal, else JSON), console or json
 	ServersConfig   string // MCP_SERVERS_CONFIG, "" when unset
 	ConfigDir       string
 	OCIRuntime      string
@@ -78,6 +79,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
+	"MCP_BRIDGE_LOG_FORMAT",
 }
 
 var (
@@ -200,6 +202,13 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 			r.fail("MCP_BRIDGE_LOG_LEVEL", "one of trace, debug, info, warn, warning, error, critical")
 		}
 		e.LogLevel = l
+	}
+	switch e.LogFormat = strings.ToLower(r.str("MCP_BRIDGE_LOG_FORMAT")); e.LogFormat {
+	case "":
+		e.LogFormat = "auto"
+	case "auto", "console", "json":
+	default:
+		r.fail("MCP_BRIDGE_LOG_FORMAT", "auto, console or json")
 	}
 	e.OCIRuntime = r.noDash("MCP_BRIDGE_OCI_RUNTIME", r.str("MCP_BRIDGE_OCI_RUNTIME"))
 	e.MaxFrameBytes = r.intRange("MCP_BRIDGE_MAX_FRAME_BYTES", 16<<20, 1<<20, math.MaxInt32)

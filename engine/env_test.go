@@ -41,6 +41,7 @@ func defaultEnv() Env {
 		StateDir:        filepath.Join(testHome, "MCPs"),
 		OutputMode:      "compact",
 		LogLevel:        zerolog.InfoLevel,
+		LogFormat:       "auto",
 		ServersConfig:   "",
 		ConfigDir:       filepath.Join(testHome, "MCPs"),
 		OCIRuntime:      "",
@@ -350,7 +351,8 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
 		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope",
 		"MCP_BRIDGE_STRUCTURED":     "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
-		"MCP_BRIDGE_SECCOMP": "relative.json",
+		"MCP_BRIDGE_SECCOMP":    "relative.json",
+		"MCP_BRIDGE_LOG_FORMAT": "yaml",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

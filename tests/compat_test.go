@@ -76,7 +76,7 @@ except runtime.MCPError as e:
     print(e)`, nil, "list_tools_sync(server) requires a server name"},
 		{"list_servers is a sorted tuple", "s = await runtime.list_servers()\n(type(s).__name__, s, runtime.list_servers_sync())", both,
 			"('tuple', ('everything', 'filesystem'), ('filesystem', 'everything'))"},
-		{"cwd is None when unset", "(runtime.describe_server('everything')['cwd'], runtime.describe_server('filesystem')['cwd'] == " + jsonQuote(root) + ")", nil, "(None, True)"},
+		{"cwd is None when unset", "(runtime.describe_server('everything')['cwd'], runtime.describe_server('filesystem')['cwd'] == " + jsonQuote(root) + ")", both, "(None, True)"},
 		{"empty search is []", "(runtime.search_tool_docs_sync(''), await runtime.search_tool_docs('  '))", nil, "([], [])"},
 		{"call_tool always has isError", "r = await runtime.call_tool('everything', 'get-sum', {'a': 1, 'b': 2})\nr['isError']", both, "False"},
 		{"TOOLS and TOOL_MAP have input_schema", `import mcp.servers.everything as ev

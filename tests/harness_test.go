@@ -105,9 +105,16 @@ func startBridgeWith(t *testing.T, extra map[string]string, args []string) *brid
 // clientInfo at initialize.
 func startBridgeAs(t *testing.T, extra map[string]string, args []string, clientName string) *bridge {
 	t.Helper()
+	return startBridgeArgv(t, extra, bridgeBin, args, clientName)
+}
+
+// startBridgeArgv starts command with args (the bridge, or a wrapper that
+// runs it) as client clientName and completes the handshake.
+func startBridgeArgv(t *testing.T, extra map[string]string, command string, args []string, clientName string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
-	tr := transport.NewStdioWithOptions(bridgeBin, nil, args,
+	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env

@@ -207,7 +207,7 @@ func TestFakeServerBehaviour(t *testing.T) {
 		{"await runtime.call_tool('class', 'nope', {})", "MCPError: Server 'class' has no tool 'nope'."},
 		{"await runtime.call_tool('class', 'echo', [1])", "MCPError: Arguments must be an object"},
 		{"await runtime.call_tool('class', '', {})", "MCPError: Missing tool name"},
-		{"runtime.describe_server('nope')", "MCPError: Unknown MCP server: nope"},
+		{"runtime.describe_server('nope')", "MCPError: Unknown MCP server: nope. Known servers: class, demo-server."},
 		{"runtime.list_tools_sync(None)", "MCPError: list_tools_sync(server) requires a server name"},
 		{"await runtime.query_tool_docs('class', 'zzz')", "MCPError: Tool 'zzz' not found for server class"},
 		{"await runtime.query_tool_docs('class', 5)", "MCPError: 'tool' must be a string when provided"},

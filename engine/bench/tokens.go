@@ -76,7 +76,7 @@ func tokenFigures(ctx context.Context, o Options, r *Report) error {
 	entry0, list0 := tools[0], strings.Join(pages, "\n")
 	n0 := count["o200k"](entry0)
 	r.add(Figure{ID: "tokens.entry.o200k.0", Name: "run_python tool entry, 0 proxied tools (o200k)", Value: float64(n0), Unit: "tokens",
-		Baseline: "reference entry (SPEC TOOL-1, not re-measured)", BaseVal: referenceEntryO200k, Samples: 1,
+		Baseline: "reference entry (the Python project's published figure, not re-measured)", BaseVal: referenceEntryO200k, Samples: 1,
 		Target: fmt.Sprintf("<= %d", entryBudget)}, n0 <= entryBudget)
 
 	if err := inventoryFigures(ctx, o, r, count["o200k"], n0); err != nil {
@@ -158,7 +158,7 @@ func realCatalog(o Options) (cat catalog, cleanup func(), missing string) {
 	bin := filepath.Join(o.NPMDir, "node_modules", ".bin")
 	for _, name := range []string{"mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			return cat, cleanup, fmt.Sprintf("%s is not installed in %s (go tool task setup:npm, or --npm-dir)", name, bin)
+			return cat, cleanup, fmt.Sprintf("%s is not installed in %s (npm install --prefix %s @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory, or --npm-dir)", name, bin, o.NPMDir)
 		}
 	}
 	root, err := os.MkdirTemp("", "bridge-bench-fs-")
