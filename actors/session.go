@@ -271,9 +271,14 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 	call := &activeCall{
 		scope: Scope{Session: s.name, Call: s.calls, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
+		media: newMedia(s.cfg.Boot.Limits),
 	}
 	sb.active.Store(call)
 	defer sb.active.Store(nil)
+	progress := progressFrom(req.Ctx)
+	if progress != nil {
+		defer call.streamProgress(progress)()
+	}
 
 	type reply struct {
 		r   protocol.ExecResult
@@ -284,6 +289,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 		var r protocol.ExecResult
 		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
 			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
+			Progress:   progress != nil,
 			Discovered: req.Discovered,
 		}, &r)
 		replies <- reply{r, err}
@@ -346,6 +352,7 @@ wait:
 
 	output, truncated, reset := call.snapshot()
 	res.Output = output
+	res.Images, res.ImageNotes = call.images(got.r.Saved)
 	if got.err == nil {
 		r := got.r
 		res.Truncated = truncated || r.Truncated

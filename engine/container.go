@@ -44,8 +44,12 @@ type ArgvSpec struct {
 	Nproc      uint64
 	DataBytes  int64 // > 0 adds --ulimit data (rootless cgroup v1)
 	Bootstrap  string
-	Seccomp    string // seccomp profile file; "" keeps the runtime's default profile
-	UserNS     string // --userns value, e.g. "auto" (rootful podman); "" adds none
+	// Mounts are the opt-in host folders (MCP_BRIDGE_MOUNTS); KeepID maps
+	// the user's uid to the container user (rootless podman). See MountArgs.
+	Mounts  []Mount
+	KeepID  bool
+	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
+	UserNS  string // --userns value, e.g. "auto" (rootful podman); "" adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -86,8 +90,9 @@ func ContainerArgv(s ArgvSpec) []string {
 	}
 	a = append(a,
 		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m",
-		"--tmpfs", "/workspace:rw,noexec,nosuid,nodev,size=128m",
-		"--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
+		"--tmpfs", "/workspace:rw,noexec,nosuid,nodev,size=128m")
+	a = append(a, MountArgs(s.Mounts, s.Podman, s.KeepID, s.User)...)
+	a = append(a, "--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
 		"--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONIOENCODING=utf-8", "--log-driver", "none",
 		s.Image, "python3", "-u", "-c", s.Bootstrap)
 	return a
@@ -200,6 +205,7 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
+		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
 	})
 	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
 }

@@ -93,7 +93,25 @@ var argvCases = []struct {
 		s.OCIRuntime = "runsc"
 		return s
 	}},
+	// Opt-in host folders (MCP_BRIDGE_MOUNTS), the only cases with mounts.
+	{"podman-mounts-rootless", func() ArgvSpec {
+		s := baseSpec()
+		s.Mounts, s.KeepID = goldenMounts, true
+		return s
+	}},
+	{"podman-mounts-rootful", func() ArgvSpec {
+		s := baseSpec()
+		s.Mounts = goldenMounts
+		return s
+	}},
+	{"docker-mounts", func() ArgvSpec {
+		s := dockerSpec()
+		s.Mounts = goldenMounts
+		return s
+	}},
 }
+
+var goldenMounts = []Mount{{Host: "/home/u/data", Container: "/data"}, {Host: "/home/u/out", Container: "/mnt/out", RW: true}}
 
 // TestContainerArgvGolden compares ContainerArgv, one argument per line,
 // with testdata/argv/<case>.golden; -update rewrites the files.
@@ -161,8 +179,18 @@ func TestContainerArgvInvariants(t *testing.T) {
 			global := argv[1:run]
 			flags := argv[run+1 : len(argv)-5]
 
-			// No volume, mount or bind of any kind (CTR-2).
+			// No volume, mount or bind of any kind (CTR-2) unless
+			// MCP_BRIDGE_MOUNTS asked for them, and then exactly those.
+			if len(s.Mounts) > 0 {
+				want := MountArgs(s.Mounts, s.Podman, s.KeepID, s.User)
+				if i := slices.Index(flags, want[0]); i < 0 || !slices.Equal(flags[i:i+len(want)], want) {
+					t.Errorf("flags %q lack the mount flags %q", flags, want)
+				}
+			}
 			for _, a := range argv[:len(argv)-1] {
+				if len(s.Mounts) > 0 {
+					break
+				}
 				low := strings.ToLower(a)
 				for _, bad := range []string{"-v", "--volume", "--mount", "--bind", "--volumes-from", "--device"} {
 					if low == bad || strings.HasPrefix(low, bad+"=") {

@@ -83,12 +83,15 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Log:    log,
 		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
+	files := entrypoint.Files()
+	files["manual.md"] = ManualWithMounts(entrypoint.Manual, env.Mounts)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
 		Router:   e.router,
 		Boot: protocol.BootParams{
-			Files: entrypoint.Files(), Main: entrypoint.Main, Version: version,
-			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32},
+			Files: files, Main: entrypoint.Main, Version: version,
+			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32,
+				MaxImages: env.MaxImages, MaxImageBytes: env.MaxImageBytes},
 		},
 		MaxFrame:     env.MaxFrameBytes,
 		MaxOutput:    env.MaxOutputBytes,
@@ -239,7 +242,7 @@ var ErrFrontFailed = errors.New("front failed")
 func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	manual := entrypoint.Manual
+	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
 	front := actors.NewFront(actors.FrontConfig{
 		Name: "bridge", Version: e.Version,
 		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),

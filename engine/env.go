@@ -44,6 +44,9 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
+	MaxImages       int     // images attached per call; the rest are saved under /workspace
+	MaxImageBytes   int     // bytes per attached image
+	Mounts          []Mount // MCP_BRIDGE_MOUNTS, validated; nil when unset
 
 	// MemoryMaxValue and MemoryMaxTotal cap the persistent memory store:
 	// one value (with its metadata) and all of them, in JSON bytes.
@@ -73,6 +76,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
+	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
 	"MCP_BRIDGE_LOG_FORMAT",
@@ -213,6 +217,15 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	// Figures and display(): an image travels base64 in one frame.
+	maxImage := (e.MaxFrameBytes - 64<<10) / 4 * 3
+	e.MaxImages = r.intRange("MCP_BRIDGE_MAX_IMAGES", 10, 0, 100)
+	e.MaxImageBytes = r.intRange("MCP_BRIDGE_MAX_IMAGE_BYTES", min(1<<20, maxImage), 1024, maxImage)
+	if mounts, err := ParseMounts(r.str("MCP_BRIDGE_MOUNTS"), e.StateDir, e.ConfigDir); err != nil {
+		r.fail("MCP_BRIDGE_MOUNTS", err.Error())
+	} else {
+		e.Mounts = mounts
+	}
 	e.MemoryMaxValue = r.intRange("MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", 1<<20, 1024, 1<<28)
 	if srcs, err := config.ParseSources(r.str("MCP_BRIDGE_CONFIG_SOURCES")); err != nil {
 		r.fail("MCP_BRIDGE_CONFIG_SOURCES", "all, or a comma list of "+strings.Join(config.AllSources, ", "))

@@ -30,6 +30,8 @@ const (
 	MethodInterrupt = "interrupt"
 	MethodShutdown  = "shutdown"
 	MethodOutput    = "output"
+	MethodImage     = "image"
+	MethodProgress  = "progress"
 
 	MethodListServers       = "list_servers"
 	MethodDiscoveredServers = "discovered_servers"
@@ -56,6 +58,11 @@ type Limits struct {
 	MaxFrameBytes  int `json:"maxFrameBytes"`
 	MaxOutputBytes int `json:"maxOutputBytes"`
 	MaxInFlight    int `json:"maxInFlight"`
+	// MaxImages and MaxImageBytes cap the images one call attaches; the
+	// sandbox saves the rest under /workspace and reports them in
+	// ExecResult.Saved.
+	MaxImages     int `json:"maxImages"`
+	MaxImageBytes int `json:"maxImageBytes"`
 }
 
 // BootParams is the first line the host writes to a new sandbox.
@@ -95,7 +102,10 @@ type ExecParams struct {
 	Code        string   `json:"code"`
 	Servers     []Server `json:"servers"`
 	OutputLimit int      `json:"outputLimit"`
-	Discovered  []string `json:"discovered,omitempty"`
+	// Progress asks the sandbox for progress frames: the newest output
+	// lines while the call prints more than the streamed head.
+	Progress   bool     `json:"progress,omitempty"`
+	Discovered []string `json:"discovered,omitempty"`
 }
 
 // Outcome values of ExecResult.
@@ -118,6 +128,38 @@ type ExecResult struct {
 	// Notes are lines for the result's notes, such as a saved tool that
 	// failed to load; the host keeps at most MaxNotes of MaxNoteBytes each.
 	Notes []string `json:"notes,omitempty"`
+	// Saved lists the images of the call that were not attached (over a
+	// cap) and were written to files instead.
+	Saved []SavedImage `json:"saved,omitempty"`
+}
+
+// SavedImage is an image the sandbox wrote to a file instead of attaching it.
+type SavedImage struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Reason string `json:"reason"`          // SavedOverBytes or SavedOverCount
+	Error  string `json:"error,omitempty"` // why it was not saved; Path is then ""
+}
+
+// Reasons of SavedImage.
+const (
+	SavedOverBytes = "bytes"
+	SavedOverCount = "count"
+)
+
+// ImageParams is one image of the active call (a figure, or display()),
+// base64 in Data as MCP image content carries it.
+type ImageParams struct {
+	Call     int64  `json:"call"`
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+// ProgressParams carries the newest output lines of the active call, for
+// progress notifications; it never counts as output.
+type ProgressParams struct {
+	Call int64  `json:"call"`
+	Data string `json:"data"`
 }
 
 // Bounds of ExecResult.Notes as the host keeps them.

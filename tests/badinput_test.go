@@ -466,6 +466,9 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},
 	"MCP_BRIDGE_SERVER_IDLE_TIMEOUT":  {"x", "1.5"},
+	"MCP_BRIDGE_MAX_IMAGES":           {"-1", "101", "x"},
+	"MCP_BRIDGE_MAX_IMAGE_BYTES":      {"1023", "99999999", "1m"},
+	"MCP_BRIDGE_MOUNTS":               {"relative:/data", "/:/data", "/tmp:/etc", "/tmp:/data:rx", "/nonexistent-bridge:/data"},
 
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": {"1023", "x", "268435457"},
 	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
