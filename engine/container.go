@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -107,6 +108,10 @@ type Launcher struct {
 	podman   bool
 	oci      string // effective OCI runtime; may switch to runc (RT-3)
 	err      error
+
+	probeOnce sync.Once    // guards facts: one runtime probe per process (RT-4)
+	facts     RuntimeFacts // set by Facts
+	probed    atomic.Bool  // facts are set
 }
 
 // NewLauncher returns a launcher for env; owner is the bridge.owner label value.
@@ -178,12 +183,14 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		return actors.SandboxCommand{}, err
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
-	argv := ContainerArgv(ArgvSpec{
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap,
-	})
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
 	return actors.SandboxCommand{Argv: argv, Name: name}, nil
 }
 
@@ -334,11 +341,13 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 // with every production flag, for image checks (IMG-4).
 func (l *Launcher) VerifyArgs(img string) []string {
 	cli, podman, oci, _ := l.resolve()
-	argv := ContainerArgv(ArgvSpec{
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-	})
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
 	return argv[slices.Index(argv, "run") : len(argv)-4]

@@ -42,6 +42,7 @@ type Engine struct {
 	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
+	warned     sync.Map // session name → struct{}: sessions whose first result carried the limits warning
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -194,7 +195,24 @@ func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 
 // Render renders a result in the configured output mode.
 func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
+	e.limitsNote(&r)
 	return render.Render(e.Env.OutputMode, r)
+}
+
+// limitsNote adds the one-line limits warning (RT-4) to the first result of
+// each session where cgroups cannot enforce the sandbox's limits.
+func (e *Engine) limitsNote(r *actors.Result) {
+	f, ok := e.Launcher.knownFacts()
+	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
+		return
+	}
+	w := LimitsWarning(f, e.Env)
+	if w == "" {
+		return
+	}
+	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
+		r.Notes = append(r.Notes, "warning: "+w)
+	}
 }
 
 // root builds the tree; front may be nil (bridge exec).
@@ -207,6 +225,7 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.router)
 	root.Add(e.serversSup)
 	root.Add(e.sessSup)
+	root.Add(e.Launcher)
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) {
 			e.children.Sweep()
@@ -263,6 +282,7 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Re
 	}()
 	res := e.dispatcher.RunArgs(ctx, args, queued)
 	res.Notes = append(res.Notes, args.Notes...)
+	e.limitsNote(&res)
 	emit(res)
 	cancel()
 	wg.Wait()

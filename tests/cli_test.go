@@ -151,7 +151,7 @@ func TestContainersDieWithBridge(t *testing.T) {
 }
 
 func countContainers(prefix string) int {
-	out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+	out, _ := exec.Command(runtimeCLI(), "ps", "-a", "--format", "{{.Names}}").Output()
 	n := 0
 	for _, name := range strings.Fields(string(out)) {
 		if strings.HasPrefix(name, prefix) {

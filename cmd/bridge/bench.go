@@ -43,6 +43,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	samples := fs.Int("samples", 200, "warm samples")
 	out := fs.String("out", "bench-out", "directory for bench.json and bench.md")
 	npmDir := fs.String("npm-dir", "", "directory whose node_modules/.bin holds the real MCP test servers")
+	runtime := fs.String("runtime", "", "container runtime to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
 	if err := fs.Parse(args); err != nil {
 		return m.usage("bench: %v", err)
 	}
@@ -52,6 +53,11 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
+	}
+	benchEnv := append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn")
+	if *runtime != "" {
+		env.Runtime = *runtime
+		benchEnv = append(benchEnv, "MCP_BRIDGE_RUNTIME="+*runtime)
 	}
 	if *npmDir == "" {
 		*npmDir = m.Getenv("BRIDGE_TEST_NPM_DIR")
@@ -79,7 +85,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
 	baseline = append(baseline, "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
-		Bridge: self, Version: Version(), Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"),
+		Bridge: self, Version: Version(), Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, RuntimeCLI: cli,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
 	})

@@ -18,7 +18,7 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	fs.SetOutput(io.Discard)
 	method := fs.String("method", "auto", "auto, containerfile or debian")
 	tag := fs.String("tag", engine.DefaultImage, "image tag")
-	suite := fs.String("suite", "bookworm", "Debian suite")
+	suite := fs.String("suite", image.DefaultSuite, "Debian suite")
 	mirror := fs.String("mirror", "", "Debian mirror (default: the host's apt mirror)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return m.usage("image build: %v", err)
