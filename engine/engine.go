@@ -211,7 +211,7 @@ func (e *Engine) limitsNote(r *actors.Result) {
 		return
 	}
 	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
-		r.Notes = append(r.Notes, "warning: "+w)
+		r.Notes = append(r.Notes, w)
 	}
 }
 

@@ -155,7 +155,7 @@ func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
 			r := actors.Result{Session: s, Status: actors.StatusSuccess}
 			e.limitsNote(&r)
 			got = append(got, len(r.Notes))
-			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "warning: rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {
+			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {
 				t.Errorf("note %q, want one warning line", r.Notes[0])
 			}
 		}

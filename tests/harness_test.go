@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +94,12 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		"MCP_BRIDGE_STATE_DIR":  home + "/state",
 		"MCP_BRIDGE_LOG_LEVEL":  "debug",
 	}
+	for k, v := range runtimeHomeEnv() {
+		env[k] = v
+	}
+	if img := os.Getenv("MCP_BRIDGE_IMAGE"); img != "" {
+		env["MCP_BRIDGE_IMAGE"] = img // the image under test (go tool task passes IMAGE)
+	}
 	switch testRuntime() {
 	case "local":
 		env["MCP_BRIDGE_RUNTIME"] = "local"
@@ -108,6 +115,38 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// runtimeHomeEnv keeps a rootless engine on the user's own storage and
+// configuration although the bridge under test gets a temporary HOME:
+// rootless podman finds its images under $XDG_DATA_HOME (else
+// ~/.local/share) and its storage driver in ~/.config/containers, rootless
+// docker its daemon through DOCKER_HOST.
+func runtimeHomeEnv() map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || os.Geteuid() == 0 {
+		return env
+	}
+	env["XDG_DATA_HOME"] = filepath.Join(home, ".local", "share")
+	if v := os.Getenv("XDG_DATA_HOME"); v != "" {
+		env["XDG_DATA_HOME"] = v
+	}
+	for k, f := range map[string]string{
+		"CONTAINERS_STORAGE_CONF": filepath.Join(home, ".config", "containers", "storage.conf"),
+		"CONTAINERS_CONF":         filepath.Join(home, ".config", "containers", "containers.conf"),
+		"DOCKER_CONFIG":           filepath.Join(home, ".docker"),
+	} {
+		if _, err := os.Stat(f); err == nil && env[k] == "" {
+			env[k] = f
+		}
+	}
+	return env
 }
 
 // syncBuffer collects the bridge's stderr.

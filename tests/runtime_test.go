@@ -1,9 +1,11 @@
 package tests
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,5 +39,70 @@ func TestRuntimeAutoDetect(t *testing.T) {
 	prefix := "bridge-" + strconv.Itoa(b.cmd.Process.Pid) + "-"
 	if !strings.Contains(string(out), prefix) {
 		t.Errorf("%s ps lists no container %s*:\n%s", runtimeCLI(), prefix, out)
+	}
+}
+
+// TestContainerFlags inspects a live session container with the runtime's
+// own inspect: the security flags of SPEC §6.2 are applied as the engine
+// sees them (not only passed on argv), and where cgroups cannot enforce the
+// limits the ulimit fallbacks are there instead (RT-4).
+func TestContainerFlags(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MEMORY": "256m", "MCP_BRIDGE_PIDS": "100"})
+	b.expectText("print(1)", "1", false)
+	names := bridgeContainerIDs(b.cmd.Process.Pid)
+	if len(names) == 0 {
+		t.Fatal("no container of the bridge is running")
+	}
+	out, err := exec.Command(runtimeCLI(), "inspect", "--format", "{{json .HostConfig}}", names[0]).Output()
+	if err != nil {
+		t.Fatalf("%s inspect: %v", runtimeCLI(), err)
+	}
+	var hc struct {
+		ReadonlyRootfs bool
+		Privileged     bool
+		CapDrop        []string
+		CapAdd         []string
+		SecurityOpt    []string
+		NetworkMode    string
+		Memory         int64
+		PidsLimit      int64
+		Binds          []string
+		Ulimits        []struct {
+			Name       string
+			Soft, Hard int64
+		}
+		Tmpfs map[string]string
+	}
+	if err := json.Unmarshal(out, &hc); err != nil {
+		t.Fatalf("HostConfig %s: %v", out, err)
+	}
+	dropsAll := slices.Contains(hc.CapDrop, "ALL") || slices.Contains(hc.CapDrop, "all") || len(hc.CapDrop) >= 10
+	if !hc.ReadonlyRootfs || hc.Privileged || !dropsAll || len(hc.CapAdd) != 0 || hc.NetworkMode != "none" || len(hc.Binds) != 0 {
+		t.Errorf("HostConfig: readonly %v, privileged %v, capDrop %v, capAdd %v, network %q, binds %v",
+			hc.ReadonlyRootfs, hc.Privileged, hc.CapDrop, hc.CapAdd, hc.NetworkMode, hc.Binds)
+	}
+	if !slices.ContainsFunc(hc.SecurityOpt, func(s string) bool { return strings.HasPrefix(s, "no-new-privileges") }) {
+		t.Errorf("SecurityOpt %v lacks no-new-privileges", hc.SecurityOpt)
+	}
+	if _, ok := hc.Tmpfs["/workspace"]; !ok {
+		t.Errorf("Tmpfs %v lacks /workspace", hc.Tmpfs)
+	}
+	ulimits := map[string]int64{}
+	for _, u := range hc.Ulimits {
+		ulimits[strings.TrimPrefix(strings.ToLower(u.Name), "rlimit_")] = u.Hard
+	}
+	if cgroupLimits(t) {
+		if hc.Memory != 256<<20 || hc.PidsLimit != 100 {
+			t.Errorf("memory %d, pids %d; want %d and 100", hc.Memory, hc.PidsLimit, 256<<20)
+		}
+	} else if ulimits["data"] != 256<<20 || ulimits["nproc"] != 100 {
+		t.Errorf("ulimits %v; want data=%d and nproc=100 where cgroups cannot enforce limits", ulimits, 256<<20)
+	}
+	if n := ulimits["nofile"]; n == 0 || n > 1024 {
+		t.Errorf("ulimits %v; want nofile <= 1024", ulimits)
 	}
 }

@@ -237,6 +237,11 @@ func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
 		"--include=" + strings.Join(debianPackages, ","),
 		`--aptopt=Acquire::Retries "3"`,
 	}
+	if mode != "root" {
+		// The trim hook empties the package lists and the apt cache; mmdebstrap's own cleanup would run apt again
+		// after the hooks, which fails in unshare mode ("Could not open lock file /var/lib/apt/lists/lock").
+		args = append(args, "--skip=cleanup/apt")
+	}
 	for _, p := range dpkgExcludes {
 		args = append(args, "--dpkgopt=path-exclude="+p)
 	}
