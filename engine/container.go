@@ -232,6 +232,9 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 	if strings.Contains(low, "rlimit") || strings.Contains(low, "ulimit") {
 		msg += " (ulimit values above the host's hard limits?)"
 	}
+	if strings.Contains(low, "unknown runtime specified") {
+		msg += " (MCP_BRIDGE_OCI_RUNTIME names a runtime dockerd does not know: register it under \"runtimes\" in /etc/docker/daemon.json, or unset it)"
+	}
 	return errors.New(msg), false
 }
 

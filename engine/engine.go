@@ -199,8 +199,10 @@ func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
 	return render.Render(e.Env.OutputMode, r)
 }
 
-// limitsNote adds the one-line limits warning (RT-4) to the first result of
-// each session where cgroups cannot enforce the sandbox's limits.
+// limitsNote adds the one-line limits warning (RT-4) to the first run_python
+// result of each session where cgroups cannot enforce the sandbox's limits.
+// bridge exec does not add it (its stdout is the cell's output; the warning
+// is logged on stderr).
 func (e *Engine) limitsNote(r *actors.Result) {
 	f, ok := e.Launcher.knownFacts()
 	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
@@ -282,7 +284,6 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Re
 	}()
 	res := e.dispatcher.RunArgs(ctx, args, queued)
 	res.Notes = append(res.Notes, args.Notes...)
-	e.limitsNote(&res)
 	emit(res)
 	cancel()
 	wg.Wait()

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestRuntimeAutoDetect: with MCP_BRIDGE_RUNTIME unset and only the runtime
@@ -104,5 +106,31 @@ func TestContainerFlags(t *testing.T) {
 	}
 	if n := ulimits["nofile"]; n == 0 || n > 1024 {
 		t.Errorf("ulimits %v; want nofile <= 1024", ulimits)
+	}
+}
+
+// TestLimitsWarning: where cgroups cannot enforce the limits (rootless
+// cgroup v1), the first result of each session carries the one-line warning
+// and later results do not; elsewhere no result carries it (RT-4).
+func TestLimitsWarning(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	enforced := cgroupLimits(t)
+	b := startBridge(t, nil)
+	for i, c := range []struct {
+		session string
+		want    bool
+	}{{"default", !enforced}, {"default", false}, {"other", !enforced}, {"other", false}} {
+		r := b.call(map[string]any{"code": "print('x')", "session": c.session})
+		raw := r.Content[0].(mcp.TextContent).Text
+		got := limitsNote.MatchString(raw)
+		if got != c.want {
+			t.Errorf("result %d (session %s): warning %v, want %v: %q", i, c.session, got, c.want, raw)
+		}
+		if got && strings.Count(raw, "\n") != 1 {
+			t.Errorf("result %d: %q, want the output and one warning line", i, raw)
+		}
 	}
 }
