@@ -195,8 +195,14 @@ func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 
 // Render renders a result in the configured output mode.
 func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
-	e.limitsNote(&r)
 	return render.Render(e.Env.OutputMode, r)
+}
+
+// renderTool renders a run_python result for the MCP front: Render plus the
+// limits warning on the first result of each session.
+func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
+	e.limitsNote(&r)
+	return e.Render(r)
 }
 
 // limitsNote adds the one-line limits warning (RT-4) to the first run_python
@@ -251,7 +257,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
-		Render:       e.Render,
+		Render:       e.renderTool,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,
