@@ -27,6 +27,8 @@ type FrontConfig struct {
 	Log           zerolog.Logger
 	// Done is called when stdin reaches EOF: the bridge shuts down (LIF-1).
 	Done func()
+	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
+	Structured string
 }
 
 // Front is the stdio MCP server actor. It is never restarted in-process
@@ -76,14 +78,14 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	defer func() {
 		if p := recover(); p != nil {
 			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
-			res, err = f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession}), nil
+			res, err = f.shape(ctx, f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
 		}
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
 		raw, _ = json.Marshal(req.Params.Arguments)
 	}
-	return f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw)), nil
+	return f.shape(ctx, f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw))), nil
 }
 
 func (f *Front) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

@@ -403,6 +403,8 @@ var knownBoxMethods = map[string]bool{
 	protocol.MethodListServers: true, protocol.MethodDiscoveredServers: true, protocol.MethodDescribeServer: true,
 	protocol.MethodListTools: true, protocol.MethodCallTool: true, protocol.MethodQueryToolDocs: true,
 	protocol.MethodSearchToolDocs: true, protocol.MethodSuggestTools: true, protocol.MethodReset: true,
+	protocol.MethodMemoryGet: true, protocol.MethodMemoryPut: true, protocol.MethodMemoryDelete: true, protocol.MethodMemoryList: true,
+	protocol.MethodSaveTool: true, protocol.MethodSavedTools: true, protocol.MethodDeleteTool: true,
 }
 
 // LinkError builds a link error with data.kind (LNK-6).

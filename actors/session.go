@@ -25,6 +25,9 @@ type ExecRequest struct {
 	Timeout  time.Duration
 	Deadline time.Time // queued time + Timeout (TMO-1)
 	Reply    chan Result
+
+	// Discovered is every configured server name (MCP_DISCOVERED_SERVERS).
+	Discovered []string
 }
 
 // Session is the actor of one named session: it owns at most one sandbox
@@ -281,6 +284,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest) ca
 		var r protocol.ExecResult
 		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
 			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
+			Discovered: req.Discovered,
 		}, &r)
 		replies <- reply{r, err}
 	}()
@@ -346,6 +350,7 @@ wait:
 		r := got.r
 		res.Truncated = truncated || r.Truncated
 		res.Value = r.Result
+		res.Notes = append(res.Notes, boxNotes(r.Notes)...)
 		switch {
 		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
 			res.Status = StatusTimeout

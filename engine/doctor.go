@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/search"
 )
 
 // Check is one line of `bridge doctor`.
@@ -41,27 +44,18 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	set := config.Load(e.configOptions())
-	perFile := map[string]int{}
-	for _, en := range set.Entries {
-		perFile[en.File]++
-	}
-	problems := map[string][]string{}
-	for _, p := range set.Problems {
-		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
-	}
-	if len(set.Files) == 0 {
-		add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR) and no MCP_SERVERS_CONFIG", e.Env.ConfigDir)
-	}
-	for _, f := range set.Files {
-		if len(problems[f]) > 0 {
-			add("WARN", "config "+f, "%d servers; skipped: %s", perFile[f], strings.Join(problems[f], "; "))
-		} else {
-			add("OK", "config "+f, "%d servers", perFile[f])
+	var absent []string
+	for _, p := range config.WatchPaths(e.configOptions()) {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
 		}
 	}
-	for _, w := range set.Warnings {
-		add("WARN", "config", "%s", w)
+	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	if len(absent) > 0 {
+		detail += "; not present: " + strings.Join(absent, ", ")
 	}
+	add("OK", "config sources", "%s", detail)
+	doctorConfig(set, e.Env, add)
 
 	switch pol := LoadPolicy(e.Env.ConfigDir); {
 	case pol == nil:
@@ -98,9 +92,78 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		}
 	}
 	if !found {
-		add("FAIL", "server "+only, "not found in the configuration")
+		names := make([]string, len(specs))
+		for i, sp := range specs {
+			names[i] = sp.Name
+		}
+		msg := "not found in the configuration"
+		if sugg := search.Suggest(only, names, 1); len(sugg) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", sugg[0])
+		}
+		if len(names) == 0 {
+			msg += "; no servers are configured"
+		} else {
+			msg += " (servers: " + strings.Join(names, ", ") + ")"
+		}
+		add("FAIL", "server "+only, "%s", msg)
 	}
 	return out
+}
+
+// doctorConfig reports the config dir and each config file. A file or
+// entry that was skipped is a FAIL (the rest still loads, but what the user
+// wrote is not served); an unreadable dir is a FAIL with its cause; a
+// missing dir or one without *.json files is a WARN, since a bridge without
+// servers still runs code.
+func doctorConfig(set config.Set, env Env, add func(string, string, string, ...any)) {
+	perFile := map[string][]string{}
+	for _, en := range set.Entries {
+		perFile[en.File] = append(perFile[en.File], en.Name)
+	}
+	problems := map[string][]string{}
+	selfOnly := map[string]bool{}
+	dirFailed := false
+	for _, p := range set.Problems {
+		if p.File == env.ConfigDir && p.Entry == "" {
+			add("FAIL", "config", "config dir %s: %s; make it a directory you can read, or set MCP_BRIDGE_CONFIG_DIR", env.ConfigDir, p.Reason)
+			dirFailed = true
+			continue
+		}
+		self := strings.HasPrefix(p.Reason, "Skipping self-referential server")
+		prev, seen := selfOnly[p.File]
+		selfOnly[p.File] = self && (!seen || prev)
+		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
+	}
+	if len(set.Files) == 0 && !dirFailed {
+		if st, err := os.Stat(env.ConfigDir); errors.Is(err, fs.ErrNotExist) {
+			add("WARN", "config", "config dir %s does not exist: create it with a *.json server file (README, \"Proxied MCP servers\") or set MCP_BRIDGE_CONFIG_DIR; no servers are proxied", env.ConfigDir)
+		} else if err == nil && !st.IsDir() {
+			add("FAIL", "config", "config dir %s is not a directory; set MCP_BRIDGE_CONFIG_DIR to a directory", env.ConfigDir)
+		} else if err == nil {
+			add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR), no MCP_SERVERS_CONFIG and no agent config files (MCP_BRIDGE_CONFIG_SOURCES=%s); no servers are proxied",
+				env.ConfigDir, strings.Join(env.ConfigSources, ","))
+		}
+	}
+	for _, f := range set.Files {
+		contrib := fmt.Sprintf("%d servers", len(perFile[f]))
+		if src := set.Sources[f]; src != "" {
+			contrib = src + ": " + contrib
+		}
+		if len(perFile[f]) > 0 {
+			contrib += " (" + strings.Join(perFile[f], ", ") + ")"
+		}
+		switch {
+		case len(problems[f]) == 0:
+			add("OK", "config "+f, "%s", contrib)
+		case selfOnly[f]:
+			add("WARN", "config "+f, "%s; skipped: %s", contrib, strings.Join(problems[f], "; "))
+		default:
+			add("FAIL", "config "+f, "%s; skipped: %s; fix the file (the other servers still load)", contrib, strings.Join(problems[f], "; "))
+		}
+	}
+	for _, w := range set.Warnings {
+		add("WARN", "config", "%s", w)
+	}
 }
 
 // doctorServer starts one server through a real client actor and reports

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,6 +21,7 @@ import (
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/render"
+	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
 )
@@ -42,7 +44,8 @@ type Engine struct {
 	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
-	warned     sync.Map // session name → struct{}: sessions whose first result carried the limits warning
+	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
+	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -57,6 +60,13 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
+	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal)
+	e.router.Skipped = func() []actors.ConfigProblem {
+		if p := e.skipped.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	e.serversSup = suture.New("servers", e.spec())
@@ -72,6 +82,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Extra:  env.ServersConfig,
 		Policy: filepath.Join(env.ConfigDir, PolicyFile),
 		Log:    log,
+		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
@@ -96,6 +107,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
+		Discovered:     e.router.DiscoveredNames,
 	}
 	return e
 }
@@ -127,17 +139,21 @@ func (e *Engine) configOptions() config.Options {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
+	cwd, _ := os.Getwd()
 	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath}
+		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and
 // returns the servers in config order.
 func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	set := config.Load(e.configOptions())
+	skipped := make([]actors.ConfigProblem, 0, len(set.Problems))
 	for _, p := range set.Problems {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
+		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason})
 	}
+	e.skipped.Store(&skipped)
 	for _, w := range set.Warnings {
 		e.Log.Info().Msg(w)
 	}
@@ -253,11 +269,12 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	manual := entrypoint.Manual
 	front := actors.NewFront(actors.FrontConfig{
 		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout),
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
 		Render:       e.renderTool,
+		Structured:   e.Env.Structured,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/config"
 )
 
 const testHome = "/home/tester"
@@ -39,6 +41,7 @@ func defaultEnv() Env {
 		StateDir:        filepath.Join(testHome, "MCPs"),
 		OutputMode:      "compact",
 		LogLevel:        zerolog.InfoLevel,
+		LogFormat:       "auto",
 		ServersConfig:   "",
 		ConfigDir:       filepath.Join(testHome, "MCPs"),
 		OCIRuntime:      "",
@@ -48,6 +51,12 @@ func defaultEnv() Env {
 		StartTimeout:    30,
 		MaxSessions:     8,
 		UnsafeLocal:     false,
+		MemoryMaxValue:  1 << 20,
+		MemoryMaxTotal:  64 << 20,
+		ConfigSources:   config.AllSources,
+		Home:            testHome,
+		Structured:      "auto",
+		AlwaysLoad:      true,
 	}
 }
 
@@ -125,6 +134,12 @@ func TestLoadEnvValid(t *testing.T) {
 		{"config dir", map[string]string{"MCP_BRIDGE_CONFIG_DIR": "/etc/bridge"}, func(e *Env) { e.ConfigDir = "/etc/bridge" }},
 		{"servers config", map[string]string{"MCP_SERVERS_CONFIG": "/etc/mcp/servers.json"},
 			func(e *Env) { e.ServersConfig = "/etc/mcp/servers.json" }},
+		{"structured never", map[string]string{"MCP_BRIDGE_STRUCTURED": "Never"}, func(e *Env) { e.Structured = "never" }},
+		{"structured always", map[string]string{"MCP_BRIDGE_STRUCTURED": "always"}, func(e *Env) { e.Structured = "always" }},
+		{"always load off", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "0"}, func(e *Env) { e.AlwaysLoad = false }},
+		{"always load on", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "yes"}, func(e *Env) {}},
+		{"tool inventory names", map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "NAMES"}, func(e *Env) { e.ToolInventory = "names" }},
+		{"tool inventory off", map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "off"}, func(e *Env) {}},
 		{"output mode toon", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "toon"}, func(e *Env) { e.OutputMode = "toon" }},
 		{"output mode JSON any case", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "JSON"}, func(e *Env) { e.OutputMode = "json" }},
 		{"output mode Compact", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": " Compact "}, func(e *Env) { e.OutputMode = "compact" }},
@@ -327,6 +342,11 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_OUTPUT_MODE": "x", "MCP_BRIDGE_LOG_LEVEL": "x", "MCP_BRIDGE_OCI_RUNTIME": "-x",
 		"MCP_BRIDGE_MAX_OUTPUT_BYTES": "x", "MCP_BRIDGE_MAX_FRAME_BYTES": "x", "MCP_BRIDGE_CALL_TIMEOUT": "x",
 		"MCP_BRIDGE_START_TIMEOUT": "x", "MCP_BRIDGE_MAX_SESSIONS": "x", "MCP_BRIDGE_UNSAFE_LOCAL": "x",
+		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
+		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope",
+		"MCP_BRIDGE_STRUCTURED":     "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
+		"MCP_BRIDGE_SECCOMP":    "relative.json",
+		"MCP_BRIDGE_LOG_FORMAT": "yaml",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

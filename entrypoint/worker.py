@@ -27,6 +27,7 @@ BOOT = None
 LINK = None
 CAPTURE = None
 PUMP = None
+JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
@@ -385,7 +386,8 @@ class CaptureStream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        self._capture.write(self._stream, s)
+        if JOBS is None or not JOBS.route(self._stream, s):
+            self._capture.write(self._stream, s)
         return len(s)
 
     def writelines(self, lines):
@@ -590,8 +592,13 @@ class Runner:
         rt = sys.modules["mcp.runtime"]
         rt._begin_call(params)
         self._bind(rt, params)
+        # A new session (each container has one worker) first loads the saved tools.
+        notes, stopped = self._load_tools(rt) if n == 1 else (None, False)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
-        outcome, exit_code, value, error = self._exec(params["code"], n)
+        if stopped:
+            outcome, exit_code, value, error = "interrupted", 1, None, "KeyboardInterrupt"
+        else:
+            outcome, exit_code, value, error = self._exec(params["code"], n)
         if outcome == "interrupted":
             _kill_descendants()
         PUMP.sync()
@@ -611,7 +618,24 @@ class Runner:
             res["result"] = result_repr
         if error:
             res["error"] = error
+        if notes:
+            res["notes"] = notes
         LINK.reply(msg["id"], res)
+
+    def _load_tools(self, rt):
+        """Loads the saved tools, interruptible like a cell: a tool that hangs
+        while loading ends this call, not every new session."""
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            return rt._load_user_tools(self.ns), False
+        except KeyboardInterrupt:
+            name = rt._LOADING[0]
+            if name is None:
+                return ["the call was interrupted while the saved tools were loading"], True
+            return ["loading saved tool '%s' was interrupted; remove it with runtime.delete_tool('%s')" % (name, name)], True
+        finally:
+            STATE.in_cell = False
 
     def _bind(self, rt, params):
         for name in STATE.bound:
@@ -774,6 +798,9 @@ def main(boot, src, argv):
     pkg.runtime = rt
     for name in ("MCPError",):
         setattr(pkg, name, getattr(rt, name))
+    global JOBS
+    JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
+    JOBS.install(rt)
 
     asyncio.run = _asyncio_run
     signal.signal(signal.SIGINT, _on_sigint)

@@ -419,7 +419,7 @@ func TestValidationErrors(t *testing.T) {
 		t.Errorf("text = %q, want %q", got, want)
 	}
 	r := b.call(map[string]any{"code": "1", "servers": []any{"nope"}})
-	if sc := structured(t, r); sc["status"] != "error" || sc["error"] != "Unknown MCP server: nope" {
+	if sc := structured(t, r); sc["status"] != "error" || sc["error"] != "Unknown MCP server: nope. No servers are configured." {
 		t.Errorf("unknown server: %v", sc)
 	}
 }

@@ -187,9 +187,23 @@ func startBridge(t *testing.T, extra map[string]string) *bridge {
 // startBridgeWith starts the bridge with args and completes the handshake.
 func startBridgeWith(t *testing.T, extra map[string]string, args []string) *bridge {
 	t.Helper()
+	return startBridgeAs(t, extra, args, "bridge-e2e")
+}
+
+// startBridgeAs is startBridgeWith for a client that sends clientName in
+// clientInfo at initialize.
+func startBridgeAs(t *testing.T, extra map[string]string, args []string, clientName string) *bridge {
+	t.Helper()
+	return startBridgeArgv(t, extra, bridgeBin, args, clientName)
+}
+
+// startBridgeArgv starts command with args (the bridge, or a wrapper that
+// runs it) as client clientName and completes the handshake.
+func startBridgeArgv(t *testing.T, extra map[string]string, command string, args []string, clientName string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
-	tr := transport.NewStdioWithOptions(bridgeBin, nil, args,
+	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env
@@ -205,7 +219,7 @@ func startBridgeWith(t *testing.T, extra map[string]string, args []string) *brid
 	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
-	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-e2e", Version: "1"}
+	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
 	init, err := b.c.Initialize(ctx, req)
 	if err != nil {
 		b.Close()
