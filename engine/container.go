@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -121,6 +122,10 @@ type Launcher struct {
 	oci      string // effective OCI runtime; may switch to runc (RT-3)
 	err      error
 
+	probeOnce sync.Once    // guards facts: one runtime probe per process (RT-4)
+	facts     RuntimeFacts // set by Facts
+	probed    atomic.Bool  // facts are set
+
 	confineOnce sync.Once
 	seccomp     string // profile path for --security-opt seccomp=; "" for the runtime's default
 	userns      string // --userns value; "" for none
@@ -200,13 +205,15 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		return actors.SandboxCommand{}, err
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
-	argv := ContainerArgv(ArgvSpec{
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
 		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
-	})
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
 	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
 }
 
@@ -247,6 +254,9 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 	msg := fmt.Sprintf("Container runtime '%s' failed to start the sandbox: %s", filepath.Base(cli), firstLine(stderr))
 	if strings.Contains(low, "rlimit") || strings.Contains(low, "ulimit") {
 		msg += " (ulimit values above the host's hard limits?)"
+	}
+	if strings.Contains(low, "unknown runtime specified") {
+		msg += " (MCP_BRIDGE_OCI_RUNTIME names a runtime dockerd does not know: register it under \"runtimes\" in /etc/docker/daemon.json, or unset it)"
 	}
 	return errors.New(msg), false
 }
@@ -320,12 +330,14 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 func (l *Launcher) VerifyArgs(img string) []string {
 	cli, podman, oci, _ := l.resolve()
 	seccomp, userns, _ := l.confinement(podman)
-	argv := ContainerArgv(ArgvSpec{
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Seccomp: seccomp, UserNS: userns,
-	})
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
 	return argv[slices.Index(argv, "run") : len(argv)-4]

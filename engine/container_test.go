@@ -370,6 +370,9 @@ func TestStartError(t *testing.T) {
 		{"other error first line", "podman", "  \nError: some failure  \r\nsecond line\n",
 			"Container runtime 'podman' failed to start the sandbox: Error: some failure"},
 		{"no stderr", "podman", "", "Container runtime 'podman' failed to start the sandbox: (no output)"},
+		{"docker unknown runtime", "docker", "docker: Error response from daemon: Unknown runtime specified runsc.\n",
+			"Container runtime 'docker' failed to start the sandbox: docker: Error response from daemon: Unknown runtime specified runsc. " +
+				"(MCP_BRIDGE_OCI_RUNTIME names a runtime dockerd does not know: register it under \"runtimes\" in /etc/docker/daemon.json, or unset it)"},
 		{"hybrid cgroups with an OCI runtime set", "podman",
 			"Error: cgroups in hybrid mode not supported, use cgroups v2\n",
 			"Container runtime 'podman' failed to start the sandbox: Error: cgroups in hybrid mode not supported, use cgroups v2"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -165,62 +164,6 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 	for _, w := range set.Warnings {
 		add("WARN", "config", "%s", w)
 	}
-}
-
-func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, string, ...any)) {
-	if e.Launcher.Local() {
-		add("FAIL", "runtime", "MCP_BRIDGE_RUNTIME=local runs code on the host with no isolation (tests only)")
-		return
-	}
-	cli, err := e.Launcher.CLI()
-	if err != nil {
-		add("FAIL", "runtime", "%v", err)
-		return
-	}
-	ver, _ := exec.CommandContext(ctx, cli, "--version").Output()
-	oci := e.Env.OCIRuntime
-	if oci == "" {
-		oci = "default"
-	}
-	add("OK", "runtime", "%s (%s), OCI runtime %s", strings.TrimSpace(string(ver)), cli, oci)
-	if strings.Contains(filepath.Base(cli), "podman") {
-		info, err := exec.CommandContext(ctx, cli, append(e.Launcher.GlobalArgs(), "info", "--format", "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}")...).Output()
-		fields := strings.Fields(string(info))
-		switch {
-		case err != nil || len(fields) != 2:
-			add("WARN", "limits", "could not read podman info: %v", err)
-		case fields[0] == "true" && fields[1] == "v1":
-			add("WARN", "limits", "rootless podman on cgroup v1 does not enforce --memory, --pids-limit or --cpus")
-		default:
-			add("OK", "limits", "rootless=%s, cgroup %s: memory and pids limits are enforced", fields[0], fields[1])
-		}
-	}
-	args := append(append([]string{}, e.Launcher.GlobalArgs()...), e.Launcher.VerifyArgs(e.Env.Image)...)
-	args = append(args, "python3", "-c", "import sys, numpy, pandas, sklearn, matplotlib; print('%d.%d.%d' % sys.version_info[:3])")
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	start := time.Now()
-	outb, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
-	took := time.Since(start).Round(time.Millisecond)
-	if err != nil {
-		msg, _ := e.Launcher.StartError(string(outb), -1)
-		add("FAIL", "image", "%s: %v", e.Env.Image, msg)
-		return
-	}
-	py := strings.TrimSpace(string(outb))
-	if !pythonAtLeast311(py) {
-		add("FAIL", "image", "Sandbox image '%s' has Python %s; 3.11+ is required", e.Env.Image, py)
-		return
-	}
-	add("OK", "image", "%s: Python %s with numpy, pandas, sklearn, matplotlib; throwaway container with all flags in %v", e.Env.Image, py, took)
-}
-
-func pythonAtLeast311(v string) bool {
-	var a, b int
-	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
-		return false
-	}
-	return a > 3 || (a == 3 && b >= 11)
 }
 
 // doctorServer starts one server through a real client actor and reports

@@ -44,6 +44,7 @@ type Engine struct {
 	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
+	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
 	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
 }
 
@@ -216,6 +217,31 @@ func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
 	return render.Render(e.Env.OutputMode, r)
 }
 
+// renderTool renders a run_python result for the MCP front: Render plus the
+// limits warning on the first result of each session.
+func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
+	e.limitsNote(&r)
+	return e.Render(r)
+}
+
+// limitsNote adds the one-line limits warning (RT-4) to the first run_python
+// result of each session where cgroups cannot enforce the sandbox's limits.
+// bridge exec does not add it (its stdout is the cell's output; the warning
+// is logged on stderr).
+func (e *Engine) limitsNote(r *actors.Result) {
+	f, ok := e.Launcher.knownFacts()
+	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
+		return
+	}
+	w := LimitsWarning(f, e.Env)
+	if w == "" {
+		return
+	}
+	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
+		r.Notes = append(r.Notes, w)
+	}
+}
+
 // root builds the tree; front may be nil (bridge exec).
 func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root := suture.New("bridge", e.spec())
@@ -226,6 +252,7 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.router)
 	root.Add(e.serversSup)
 	root.Add(e.sessSup)
+	root.Add(e.Launcher)
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) {
 			e.children.Sweep()
@@ -249,7 +276,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
-		Render:       e.Render,
+		Render:       e.renderTool,
 		Structured:   e.Env.Structured,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),

@@ -412,7 +412,7 @@ func waitSweep(t *testing.T, b *bridge) {
 
 // containerNames lists the containers whose name starts with prefix.
 func containerNames(prefix string) []string {
-	out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+	out, _ := exec.Command(runtimeCLI(), "ps", "-a", "--format", "{{.Names}}").Output()
 	var names []string
 	for _, n := range strings.Fields(string(out)) {
 		if strings.HasPrefix(n, prefix) {

@@ -40,6 +40,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	samples := fs.Int("samples", 200, "warm samples, `N` >= 1")
 	out := fs.String("out", "bench-out", "`DIR` for bench.json and bench.md")
 	npmDir := fs.String("npm-dir", "", "`DIR` whose node_modules/.bin holds the real MCP servers measured for tokens (default $BRIDGE_TEST_NPM_DIR or ~/.cache/bridge-npm)")
+	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
 	}
@@ -49,6 +50,11 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
+	}
+	benchEnv := append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn")
+	if *runtime != "" {
+		env.Runtime = *runtime
+		benchEnv = append(benchEnv, "MCP_BRIDGE_RUNTIME="+*runtime)
 	}
 	if *npmDir == "" {
 		*npmDir = m.Getenv("BRIDGE_TEST_NPM_DIR")
@@ -76,7 +82,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
 	baseline = append(baseline, "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
-		Bridge: self, Version: Version(), Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"),
+		Bridge: self, Version: Version(), Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, RuntimeCLI: cli,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
 	})

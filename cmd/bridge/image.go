@@ -15,7 +15,7 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("image build", flag.ContinueOnError)
 	method := fs.String("method", "auto", "`METHOD`: auto, containerfile or debian")
 	tag := fs.String("tag", engine.DefaultImage, "image `TAG`")
-	suite := fs.String("suite", "bookworm", "Debian `SUITE` (debian method)")
+	suite := fs.String("suite", image.DefaultSuite, "Debian `SUITE` (debian method)")
 	mirror := fs.String("mirror", "", "Debian mirror `URL` (default: the host's apt mirror)")
 	switch {
 	case len(args) == 0:
