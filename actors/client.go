@@ -601,7 +601,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		err = c.spawn(conn)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("Server '%s' failed to start: %v; last stderr: (none)", c.spec.Name, err)
+		return nil, nil, c.startError(err.Error(), "error withheld", "(none)")
 	}
 	fail := func(err error) (*serverConn, []ToolInfo, error) {
 		// A child that died makes the request fail a moment before its
@@ -610,12 +610,12 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		select {
 		case <-conn.done:
 			conn.awaitStderr()
-			err = fmt.Errorf("Server '%s' failed to start: %s; last stderr: %s", c.spec.Name, conn.exitDesc(), conn.stderrTail())
+			err = c.startError(conn.exitDesc(), conn.exitDesc(), conn.stderrTail())
 		default:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				err = fmt.Errorf("Server '%s' did not answer initialize within %ds (MCP_BRIDGE_START_TIMEOUT)", c.spec.Name, int(c.deps.StartTimeout/time.Second))
 			} else {
-				err = fmt.Errorf("Server '%s' failed to start: %v; last stderr: %s", c.spec.Name, err, conn.stderrTail())
+				err = c.startError(err.Error(), "error withheld", conn.stderrTail())
 			}
 		}
 		conn.close()
@@ -660,6 +660,39 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
 	c.log.Info().Int("tools", len(tools)).Dur("startup", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
 	return conn, tools, nil
+}
+
+// StartError is a server's start failure (VAL-3). Its message carries the
+// child's stderr tail and the error text, which can name host paths or
+// echo secrets from the server's env; Redacted is the same failure without
+// them, for sandbox calls that did not grant the server (issue 13).
+type StartError struct {
+	msg, redacted string
+}
+
+func (e *StartError) Error() string { return e.msg }
+
+// Redacted is the message without stderr or host details.
+func (e *StartError) Redacted() string { return e.redacted }
+
+// startError builds the VAL-3 error: reason and tail go in the full
+// message; safeReason (an exit status, or a placeholder) in the redacted one.
+func (c *Client) startError(reason, safeReason, tail string) error {
+	return &StartError{
+		msg: fmt.Sprintf("Server '%s' failed to start: %s; last stderr: %s", c.spec.Name, reason, tail),
+		redacted: fmt.Sprintf("Server '%s' failed to start: %s; last stderr: (withheld: add the server to the servers argument of run_python to see it)",
+			c.spec.Name, safeReason),
+	}
+}
+
+// RedactedError is err as a sandbox may see it when its call did not grant
+// the server: a StartError loses its stderr and host details.
+func RedactedError(err error) string {
+	var se *StartError
+	if errors.As(err, &se) {
+		return se.Redacted()
+	}
+	return err.Error()
 }
 
 // spawn starts a stdio child with an explicit environment (ENV-1) in its

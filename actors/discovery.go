@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,10 @@ type DiscoveryConfig struct {
 	// unset); Policy is the policy file, watched like a config file.
 	Dir, Extra, Policy string
 	Log                zerolog.Logger
+
+	// Paths are agent config files and dirs (~/.claude.json, ...), watched
+	// through their nearest existing directories.
+	Paths []string
 }
 
 // Discovery is the discovery actor: it loads the configuration at start and,
@@ -178,6 +183,13 @@ func (d *Discovery) relevant(ev fsnotify.Event) bool {
 	case name == filepath.Clean(d.cfg.Dir):
 		return true
 	}
+	// An agent file or dir, or a directory on the way to one (~/.cursor
+	// created): the debounced rewatch then watches the new directory.
+	for _, p := range d.cfg.Paths {
+		if p = filepath.Clean(p); name == p || strings.HasPrefix(p, name+string(filepath.Separator)) {
+			return true
+		}
+	}
 	return false
 }
 
@@ -192,6 +204,10 @@ func (d *Discovery) rewatch() {
 	want[existingAncestor(d.cfg.Dir)] = true
 	if d.cfg.Extra != "" {
 		want[existingAncestor(filepath.Dir(d.cfg.Extra))] = true
+	}
+	for _, p := range d.cfg.Paths {
+		want[existingAncestor(p)] = true // the dir itself for a dir source
+		want[existingAncestor(filepath.Dir(p))] = true
 	}
 	for p := range d.watched {
 		if !want[p] {

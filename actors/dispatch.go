@@ -25,6 +25,10 @@ type Dispatcher struct {
 	DefaultTimeout int
 	MaxTimeout     int
 	MaxCodeBytes   int
+
+	// Discovered lists every configured server for the sandbox's
+	// MCP_DISCOVERED_SERVERS; nil leaves it empty.
+	Discovered func(ctx context.Context) []string
 }
 
 // Args are validated run_python arguments.
@@ -128,6 +132,9 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) R
 	req := &ExecRequest{
 		Ctx: ctx, Code: args.Code, Servers: servers, Timeout: timeout,
 		Deadline: queued.Add(timeout), Reply: make(chan Result, 1),
+	}
+	if d.Discovered != nil {
+		req.Discovered = d.Discovered(ctx)
 	}
 	if !s.Exec(ctx, req) {
 		return fail(ctx.Err())

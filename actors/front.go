@@ -27,6 +27,8 @@ type FrontConfig struct {
 	Log           zerolog.Logger
 	// Done is called when stdin reaches EOF: the bridge shuts down (LIF-1).
 	Done func()
+	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
+	Structured string
 }
 
 // Front is the stdio MCP server actor. It is never restarted in-process
@@ -76,14 +78,35 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	defer func() {
 		if p := recover(); p != nil {
 			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
-			res, err = f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession}), nil
+			res, err = f.shape(ctx, f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
 		}
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
 		raw, _ = json.Marshal(req.Params.Arguments)
 	}
-	return f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw)), nil
+	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
+		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
+	}
+	return f.shape(ctx, f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw))), nil
+}
+
+// progressSender sends notifications/progress for token to the client of
+// ctx (MCP-6). mcp-go queues them without blocking and drops them when the
+// client's queue is full.
+func (f *Front) progressSender(ctx context.Context, token mcp.ProgressToken) ProgressFunc {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		srv = f.srv
+	}
+	return func(n int, message string) {
+		err := srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+			"progressToken": token, "progress": n, "message": message,
+		})
+		if err != nil {
+			f.cfg.Log.Debug().Err(err).Msg("progress notification not sent")
+		}
+	}
 }
 
 func (f *Front) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"os/exec"
-	"runtime"
 	"syscall"
 )
 
@@ -13,34 +12,23 @@ type process struct {
 	code   int           // exit code, 128+signal when signalled; valid after exited
 }
 
-// startProcess starts cmd in its own process group with parent-death signal
-// SIGKILL. The start happens on an OS thread that stays locked until the
-// child exits: Pdeathsig fires when the creating thread dies, so the thread
-// must live exactly as long as the child. done runs after Wait, before
-// exited is closed.
+// startProcess starts cmd in its own process group and makes it die with
+// the bridge: on Linux by a parent-death signal (proc_linux.go), elsewhere
+// through a watcher that kills the group when the bridge's end of a pipe
+// closes (proc_other.go, parentwatch.go).
 func startProcess(cmd *exec.Cmd) (*process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		err := cmd.Wait()
-		p.code = exitCode(cmd, err)
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
+	return startDying(cmd)
+}
+
+// wait waits for the started cmd, records its exit code and closes exited.
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	p.code = exitCode(p.cmd, err)
+	close(p.exited)
 }
 
 func exitCode(p *exec.Cmd, err error) int {

@@ -44,9 +44,21 @@ type Result struct {
 	// Notes are extra lines for the text form, such as the timeout clamp note,
 	// without the "note: " prefix.
 	Notes []string
+	// Images are the call's figures and display()ed images, in the order
+	// they were made; they follow the text in the tool result's content.
+	Images []Image
+	// ImageNotes say which images were not attached and why (over a cap,
+	// saved to a file instead), without the "note: " prefix.
+	ImageNotes []string
 	// Internal marks a recovered panic: the summary is "Unexpected failure".
 	Internal   bool
 	DurationMs int64
+}
+
+// Image is one image of a result: base64 data, as MCP image content carries it.
+type Image struct {
+	MIMEType string
+	Data     string
 }
 
 // IntPtr returns a pointer to n, for Result.ExitCode.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -47,6 +48,59 @@ type Router struct {
 	CallTimeout  time.Duration
 	StartTimeout time.Duration
 	Log          zerolog.Logger
+	// Skipped returns the config files and entries the last load skipped,
+	// named in unknown-server errors and in detailed discovered_servers;
+	// nil means none.
+	Skipped func() []ConfigProblem
+	// Store serves the memory and saved-tool methods; nil refuses them.
+	Store Store
+}
+
+// ConfigProblem is a config file (Entry "") or entry that was skipped.
+type ConfigProblem struct {
+	File, Entry, Reason string
+}
+
+// maxKnownNames bounds the server names an unknown-server error lists.
+const maxKnownNames = 20
+
+func (r *Router) skipped() []ConfigProblem {
+	if r.Skipped == nil {
+		return nil
+	}
+	return r.Skipped()
+}
+
+// unknownServer is the message for a server name that is not configured. It
+// names the fix: the nearest name, the known servers, and the config files
+// or entries that were skipped (a broken file may be where it is defined).
+func (r *Router) unknownServer(cat *Catalog, name string) string {
+	msg := "Unknown MCP server: " + name
+	names := cat.Names()
+	sep := ". "
+	if s := cat.funcs.Suggest(name, names, 1); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean '%s'?", s[0])
+		sep = " "
+	}
+	switch {
+	case len(names) == 0:
+		msg += sep + "No servers are configured."
+	case len(names) > maxKnownNames:
+		msg += fmt.Sprintf("%sKnown servers: %s and %d more (runtime.discovered_servers()).", sep, strings.Join(names[:maxKnownNames], ", "), len(names)-maxKnownNames)
+	default:
+		msg += sep + "Known servers: " + strings.Join(names, ", ") + "."
+	}
+	if probs := r.skipped(); len(probs) > 0 {
+		parts := make([]string, len(probs))
+		for i, p := range probs {
+			parts[i] = p.File + ": " + p.Reason
+			if p.Entry != "" {
+				parts[i] = fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason)
+			}
+		}
+		msg += " Skipped config: " + strings.Join(parts, "; ") + " (fix it, then call again; `bridge doctor` checks the config)."
+	}
+	return msg
 }
 
 // NewRouter returns a router with an empty catalog.
@@ -123,11 +177,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 	}
 	for _, n := range names {
 		if cat.Server(n) == nil {
-			msg := "Unknown MCP server: " + n
-			if s := cat.funcs.Suggest(n, cat.Names(), 1); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean '%s'?", s[0])
-			}
-			return nil, fmt.Errorf("%s", msg)
+			return nil, errors.New(r.unknownServer(cat, n))
 		}
 	}
 	// Each server's live tool list comes back with its start, so the
@@ -156,6 +206,9 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 
 // ServeSandbox implements RequestRouter.
 func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error) {
+	if storeMethods[method] {
+		return r.serveStore(method, params)
+	}
 	cat, err := r.Snapshot(ctx)
 	if err != nil {
 		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
@@ -176,6 +229,15 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 				out = append(out, s.Spec.Name)
 			}
 		}
+		if p.Detailed { // what did not load, and why
+			for _, sk := range r.skipped() {
+				d := map[string]string{"file": sk.File, "skipped": sk.Reason}
+				if sk.Entry != "" {
+					d["name"] = sk.Entry
+				}
+				out = append(out, d)
+			}
+		}
 		return map[string]any{"servers": out}, nil
 	case protocol.MethodListServers:
 		if err := decodeParams(method, params, &struct{}{}); err != nil {
@@ -190,7 +252,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		s, err := r.known(ctx, cat, deref(p.Name, p.Server))
+		s, err := r.known(ctx, cat, scope, deref(p.Name, p.Server))
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +263,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 			}
 			return map[string]any{"tools": raw}, nil
 		}
-		return map[string]any{"server": describe(s)}, nil
+		return map[string]any{"server": describe(s, contains(scope.Servers, s.Spec.Name))}, nil
 	case protocol.MethodQueryToolDocs:
 		var p struct {
 			Server string  `json:"server"`
@@ -211,7 +273,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		s, err := r.known(ctx, cat, p.Server)
+		s, err := r.known(ctx, cat, scope, p.Server)
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +301,7 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 		if strings.TrimSpace(p.Query) == "" {
 			return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing 'query' value")
 		}
-		return r.search(ctx, cat, p.Query, max(1, min(20, p.Limit)), p.Detail)
+		return r.search(ctx, cat, scope, p.Query, max(1, min(20, p.Limit)), p.Detail)
 	case protocol.MethodSuggestTools:
 		var p struct {
 			Server string `json:"server"`
@@ -260,18 +322,19 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 }
 
 // known returns a discovered server with its tools known, starting it when
-// it has no catalog yet.
-func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*CatalogServer, error) {
+// it has no catalog yet. A start failure shows its stderr and host details
+// only when scope grants the server.
+func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name string) (*CatalogServer, error) {
 	s := cat.Server(name)
 	if s == nil {
-		return nil, unknownServer(name)
+		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, r.unknownServer(cat, name))
 	}
 	if s.Known {
 		return s, nil
 	}
 	tools, err := s.Client.Tools(ctx)
 	if err != nil {
-		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}
 	return newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs), nil
 }
@@ -279,7 +342,7 @@ func (r *Router) known(ctx context.Context, cat *Catalog, name string) (*Catalog
 // search ranks tools over every discovered server (SRC-2). Servers without a
 // known catalog are started in parallel, bounded; those that fail are
 // skipped with a warning.
-func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit int, detail string) (any, error) {
+func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query string, limit int, detail string) (any, error) {
 	var unknown []*CatalogServer
 	for _, s := range cat.Servers {
 		if !s.Known {
@@ -287,6 +350,22 @@ func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit i
 		}
 	}
 	warnings := []string{}
+	userTools, warn := r.userToolDocs()
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if cat.Server(UserToolsServer) != nil {
+		userTools = nil // a configured server of that name wins
+	}
+	if len(unknown) == 0 && len(userTools) == 0 {
+		return r.searchResults(cat, query, limit, detail, warnings)
+	}
+	tools := map[string][]ToolInfo{}
+	for _, s := range cat.Servers {
+		if s.Known {
+			tools[s.Spec.Name] = s.Tools
+		}
+	}
 	if len(unknown) > 0 {
 		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
 		defer cancel()
@@ -304,27 +383,28 @@ func (r *Router) search(ctx context.Context, cat *Catalog, query string, limit i
 			}()
 		}
 		wg.Wait()
-		tools := map[string][]ToolInfo{}
-		for _, s := range cat.Servers {
-			if s.Known {
-				tools[s.Spec.Name] = s.Tools
-			}
-		}
 		for i, s := range unknown {
 			if errs[i] != nil {
-				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %v", s.Spec.Name, errs[i]))
+				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %s", s.Spec.Name, scopedError(scope, s.Spec.Name, errs[i])))
 				continue
 			}
 			tools[s.Spec.Name] = results[i]
 		}
-		specs := make([]ServerSpec, len(cat.Servers))
-		clients := map[string]*Client{}
-		for i, s := range cat.Servers {
-			specs[i] = s.Spec
-			clients[s.Spec.Name] = s.Client
-		}
-		cat = buildCatalog(specs, clients, tools, cat.funcs)
 	}
+	specs := make([]ServerSpec, len(cat.Servers), len(cat.Servers)+1)
+	clients := map[string]*Client{}
+	for i, s := range cat.Servers {
+		specs[i] = s.Spec
+		clients[s.Spec.Name] = s.Client
+	}
+	if len(userTools) > 0 {
+		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
+		tools[UserToolsServer] = userTools
+	}
+	return r.searchResults(buildCatalog(specs, clients, tools, cat.funcs), query, limit, detail, warnings)
+}
+
+func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
 	results := []any{}
 	for _, i := range cat.search(query, limit) {
 		ref := cat.refs[i]
@@ -362,7 +442,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	if !s.Known {
 		var err error
-		if s, err = r.known(ctx, cat, p.Server); err != nil {
+		if s, err = r.known(ctx, cat, scope, p.Server); err != nil {
 			return nil, err
 		}
 	}
@@ -430,10 +510,6 @@ func decodeParams(method string, params json.RawMessage, v any) error {
 	return nil
 }
 
-func unknownServer(name string) error {
-	return LinkError(protocol.CodeNotFound, protocol.KindNotFound, "Unknown MCP server: "+name)
-}
-
 func deref(a, b *string) string {
 	if a != nil {
 		return *a
@@ -453,12 +529,33 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func describe(s *CatalogServer) map[string]any {
+// scopedError is err's message as the sandbox sees it: complete for a
+// server the call grants (VAL-3), redacted otherwise.
+func scopedError(scope Scope, server string, err error) string {
+	if contains(scope.Servers, server) {
+		return err.Error()
+	}
+	return RedactedError(err)
+}
+
+// hiddenCwd replaces the cwd of a server the call does not grant: a host
+// path is shown only to calls that may use the server.
+const hiddenCwd = "(hidden: add the server to the servers argument of run_python to see it)"
+
+// describe is describe_server's answer; granted tells whether the call may
+// use the server, which alone shows its host directory.
+func describe(s *CatalogServer, granted bool) map[string]any {
 	tools := make([]map[string]any, 0, len(s.Tools))
 	for i, t := range s.Tools {
 		tools = append(tools, map[string]any{"name": t.Name, "alias": s.Aliases[i], "description": t.Description, "input_schema": t.InputSchema})
 	}
-	cwd := s.Spec.Cwd
+	var cwd any // None in Python when unset, as the reference gives
+	if s.Spec.Cwd != "" {
+		cwd = s.Spec.Cwd
+		if !granted {
+			cwd = hiddenCwd
+		}
+	}
 	status := "configured"
 	if s.Known {
 		status = "available"

@@ -125,11 +125,13 @@ type activeCall struct {
 	limit     int // the host keeps at most this many bytes (2·C, TRN-3)
 	truncated bool
 	reset     bool
+	media     media // images and progress (media.go)
 }
 
 func (a *activeCall) add(stream, data string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.media.noteOutput(data)
 	if room := a.limit - a.bytes; len(data) > room {
 		a.truncated = true
 		data = data[:max(room, 0)]
@@ -568,6 +570,8 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 			return
 		}
 		a.add(p.Stream, p.Data)
+	case protocol.MethodImage, protocol.MethodProgress:
+		s.handleMedia(req)
 	default:
 		s.log.Debug().Str("method", req.Method).Msg("link: unknown notification dropped")
 	}
@@ -595,6 +599,8 @@ var knownBoxMethods = map[string]bool{
 	protocol.MethodListServers: true, protocol.MethodDiscoveredServers: true, protocol.MethodDescribeServer: true,
 	protocol.MethodListTools: true, protocol.MethodCallTool: true, protocol.MethodQueryToolDocs: true,
 	protocol.MethodSearchToolDocs: true, protocol.MethodSuggestTools: true, protocol.MethodReset: true,
+	protocol.MethodMemoryGet: true, protocol.MethodMemoryPut: true, protocol.MethodMemoryDelete: true, protocol.MethodMemoryList: true,
+	protocol.MethodSaveTool: true, protocol.MethodSavedTools: true, protocol.MethodDeleteTool: true,
 }
 
 // LinkError builds a link error with data.kind (LNK-6).

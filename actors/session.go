@@ -26,6 +26,9 @@ type ExecRequest struct {
 	Timeout  time.Duration
 	Deadline time.Time // queued time + Timeout (TMO-1)
 	Reply    chan Result
+
+	// Discovered is every configured server name (MCP_DISCOVERED_SERVERS).
+	Discovered []string
 }
 
 // Session is the actor of one named session: it owns at most one sandbox
@@ -413,9 +416,14 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	call := &activeCall{
 		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
+		media: newMedia(s.cfg.Boot.Limits),
 	}
 	sb.active.Store(call)
 	defer sb.active.Store(nil)
+	progress := progressFrom(req.Ctx)
+	if progress != nil {
+		defer call.streamProgress(progress)()
+	}
 
 	type reply struct {
 		r   protocol.ExecResult
@@ -426,6 +434,8 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		var r protocol.ExecResult
 		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
 			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
+			Progress:   progress != nil,
+			Discovered: req.Discovered,
 		}, &r)
 		replies <- reply{r, err}
 	}()
@@ -487,6 +497,7 @@ wait:
 
 	output, truncated, reset := call.snapshot()
 	res.Output = output
+	res.Images, res.ImageNotes = call.images(got.r.Saved)
 	if got.err == nil {
 		r := got.r
 		// The reply may be forged by user code: every field it carries
@@ -499,6 +510,7 @@ wait:
 		}
 		res.Truncated = truncated || r.Truncated || cut
 		res.Value = r.Result
+		res.Notes = append(res.Notes, boxNotes(r.Notes)...)
 		switch {
 		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
 			res.Status = StatusTimeout

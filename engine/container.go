@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,12 @@ type ArgvSpec struct {
 	Nproc      uint64
 	DataBytes  int64 // > 0 adds --ulimit data (rootless cgroup v1)
 	Bootstrap  string
+	// Mounts are the opt-in host folders (MCP_BRIDGE_MOUNTS); KeepID maps
+	// the user's uid to the container user (rootless podman). See MountArgs.
+	Mounts  []Mount
+	KeepID  bool
+	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
+	UserNS  string // --userns value, e.g. "auto" (rootful podman); "" adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -66,8 +73,14 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Podman {
 		a = append(a, "--read-only-tmpfs=false")
 	}
-	a = append(a, "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", s.User,
-		"--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
+	a = append(a, "--cap-drop", "ALL", "--security-opt", "no-new-privileges")
+	if s.Seccomp != "" {
+		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
+	}
+	if s.UserNS != "" {
+		a = append(a, "--userns", s.UserNS)
+	}
+	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
 		a = append(a, "--cpus", s.CPUs)
 	}
@@ -78,8 +91,9 @@ func ContainerArgv(s ArgvSpec) []string {
 	}
 	a = append(a,
 		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m",
-		"--tmpfs", "/workspace:rw,noexec,nosuid,nodev,size=128m",
-		"--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
+		"--tmpfs", "/workspace:rw,noexec,nosuid,nodev,size=128m")
+	a = append(a, MountArgs(s.Mounts, s.Podman, s.KeepID, s.User)...)
+	a = append(a, "--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
 		"--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONIOENCODING=utf-8", "--log-driver", "none",
 		s.Image, "python3", "-u", "-c", s.Bootstrap)
 	return a
@@ -107,6 +121,15 @@ type Launcher struct {
 	podman   bool
 	oci      string // effective OCI runtime; may switch to runc (RT-3)
 	err      error
+
+	probeOnce sync.Once    // guards facts: one runtime probe per process (RT-4)
+	facts     RuntimeFacts // set by Facts
+	probed    atomic.Bool  // facts are set
+
+	confineOnce sync.Once
+	seccomp     string // profile path for --security-opt seccomp=; "" for the runtime's default
+	userns      string // --userns value; "" for none
+	confineErr  error
 }
 
 // NewLauncher returns a launcher for env; owner is the bridge.owner label value.
@@ -177,14 +200,21 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	if err != nil {
 		return actors.SandboxCommand{}, err
 	}
+	seccomp, userns, err := l.confinement(podman)
+	if err != nil {
+		return actors.SandboxCommand{}, err
+	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
-	argv := ContainerArgv(ArgvSpec{
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-		Bootstrap: entrypoint.Bootstrap,
-	})
-	return actors.SandboxCommand{Argv: argv, Name: name}, nil
+		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
+		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
+	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
 }
 
 // Remove force-removes a container by name (CLN-4), bounded by ctx.
@@ -196,7 +226,7 @@ func (l *Launcher) Remove(ctx context.Context, name string) {
 	if argv == nil {
 		return
 	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	out, err := l.RuntimeCommand(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "no such container") && !strings.Contains(string(out), "No such container") {
 		l.log.Debug().Err(err).Str("container", name).Str("output", strings.TrimSpace(string(out))).Msg("container remove")
 	}
@@ -237,6 +267,9 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 	if strings.Contains(low, "rlimit") || strings.Contains(low, "ulimit") {
 		msg += " (ulimit values above the host's hard limits?)"
 	}
+	if strings.Contains(low, "unknown runtime specified") {
+		msg += " (MCP_BRIDGE_OCI_RUNTIME names a runtime dockerd does not know: register it under \"runtimes\" in /etc/docker/daemon.json, or unset it)"
+	}
 	return errors.New(msg), false
 }
 
@@ -270,46 +303,6 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Owner returns this process's bridge.owner label: host/pid/start ms (CTR-4).
-func Owner() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), processStartMs(os.Getpid()))
-}
-
-func bootTimeMs() int64 {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			s, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return s * 1000
-		}
-	}
-	return 0
-}
-
-// OwnerAlive reports whether a bridge.owner label names a living process on
-// this host. Labels of other hosts count as alive: they are never touched.
-func OwnerAlive(owner string) bool {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 {
-		return true
-	}
-	host, _ := os.Hostname()
-	if parts[0] != host {
-		return true
-	}
-	pid, err1 := strconv.Atoi(parts[1])
-	start, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	got := processStartMs(pid)
-	return got != 0 && got == start
-}
-
 // Sweep removes containers whose owner on this host is dead (CTR-4).
 func (l *Launcher) Sweep(ctx context.Context) int {
 	if l.Local() {
@@ -322,7 +315,7 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	args := append(l.GlobalArgs(), "ps", "-a", "--filter", "label=bridge.owner", "--format", `{{.Names}} {{index .Labels "bridge.owner"}}`)
-	out, err := exec.CommandContext(ctx, cli, args...).Output()
+	out, err := l.RuntimeCommand(ctx, cli, args...).Output()
 	if err != nil {
 		l.log.Debug().Err(err).Msg("sweep: list containers")
 		return 0
@@ -339,18 +332,24 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	if n > 0 {
 		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
 	}
-	return n + l.sweepStranded(ctx)
+	n += l.sweepStranded(ctx)
+	l.log.Debug().Int("removed", n).Msg("sweep: done")
+	return n
 }
 
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
 // with every production flag, for image checks (IMG-4).
 func (l *Launcher) VerifyArgs(img string) []string {
 	cli, podman, oci, _ := l.resolve()
-	argv := ContainerArgv(ArgvSpec{
+	seccomp, userns, _ := l.confinement(podman)
+	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-	})
+		Seccomp: seccomp, UserNS: userns,
+	}
+	fallbackLimits(l.Facts(), l.env, &spec)
+	argv := ContainerArgv(spec)
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
 	return argv[slices.Index(argv, "run") : len(argv)-4]
@@ -395,7 +394,7 @@ func (l *Launcher) sweepStranded(ctx context.Context) int {
 		killTree(pid)
 		if runtime != "" && id != "" {
 			dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_ = exec.CommandContext(dctx, runtime, "delete", "--force", id).Run()
+			_ = l.RuntimeCommand(dctx, runtime, "delete", "--force", id).Run()
 			cancel()
 		}
 		n++

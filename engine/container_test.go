@@ -4,14 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -37,6 +35,8 @@ func baseSpec() ArgvSpec {
 		Nofile:    1024,
 		Nproc:     1024,
 		Bootstrap: goldenBootstrap,
+		Seccomp:   "/home/u/MCPs/.bridge/seccomp-0123456789ab.json",
+		UserNS:    "auto",
 	}
 }
 
@@ -44,6 +44,7 @@ func dockerSpec() ArgvSpec {
 	s := baseSpec()
 	s.CLI = "/usr/bin/docker"
 	s.Podman = false
+	s.UserNS = ""
 	return s
 }
 
@@ -62,12 +63,18 @@ var argvCases = []struct {
 	}},
 	{"podman-runsc", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime = "runsc"
+		s.OCIRuntime, s.UserNS = "runsc", ""
 		return s
 	}},
 	{"podman-runsc-path-cpus", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime, s.CPUs = "/usr/local/bin/runsc", "2"
+		s.OCIRuntime, s.CPUs, s.UserNS = "/usr/local/bin/runsc", "2", ""
+		return s
+	}},
+	// Rootless podman with MCP_BRIDGE_SECCOMP=runtime: neither flag.
+	{"podman-rootless-runtime-seccomp", func() ArgvSpec {
+		s := baseSpec()
+		s.Seccomp, s.UserNS = "", ""
 		return s
 	}},
 	{"podman-crun-low-limits", func() ArgvSpec {
@@ -86,7 +93,25 @@ var argvCases = []struct {
 		s.OCIRuntime = "runsc"
 		return s
 	}},
+	// Opt-in host folders (MCP_BRIDGE_MOUNTS), the only cases with mounts.
+	{"podman-mounts-rootless", func() ArgvSpec {
+		s := baseSpec()
+		s.Mounts, s.KeepID = goldenMounts, true
+		return s
+	}},
+	{"podman-mounts-rootful", func() ArgvSpec {
+		s := baseSpec()
+		s.Mounts = goldenMounts
+		return s
+	}},
+	{"docker-mounts", func() ArgvSpec {
+		s := dockerSpec()
+		s.Mounts = goldenMounts
+		return s
+	}},
 }
+
+var goldenMounts = []Mount{{Host: "/home/u/data", Container: "/data"}, {Host: "/home/u/out", Container: "/mnt/out", RW: true}}
 
 // TestContainerArgvGolden compares ContainerArgv, one argument per line,
 // with testdata/argv/<case>.golden; -update rewrites the files.
@@ -154,8 +179,18 @@ func TestContainerArgvInvariants(t *testing.T) {
 			global := argv[1:run]
 			flags := argv[run+1 : len(argv)-5]
 
-			// No volume, mount or bind of any kind (CTR-2).
+			// No volume, mount or bind of any kind (CTR-2) unless
+			// MCP_BRIDGE_MOUNTS asked for them, and then exactly those.
+			if len(s.Mounts) > 0 {
+				want := MountArgs(s.Mounts, s.Podman, s.KeepID, s.User)
+				if i := slices.Index(flags, want[0]); i < 0 || !slices.Equal(flags[i:i+len(want)], want) {
+					t.Errorf("flags %q lack the mount flags %q", flags, want)
+				}
+			}
 			for _, a := range argv[:len(argv)-1] {
+				if len(s.Mounts) > 0 {
+					break
+				}
 				low := strings.ToLower(a)
 				for _, bad := range []string{"-v", "--volume", "--mount", "--bind", "--volumes-from", "--device"} {
 					if low == bad || strings.HasPrefix(low, bad+"=") {
@@ -180,7 +215,6 @@ func TestContainerArgvInvariants(t *testing.T) {
 				{"--pull", "never"},
 				{"--network", "none"},
 				{"--cap-drop", "ALL"},
-				{"--security-opt", "no-new-privileges"},
 				{"--log-driver", "none"},
 				{"--user", s.User},
 				{"--memory", s.Memory},
@@ -193,6 +227,20 @@ func TestContainerArgvInvariants(t *testing.T) {
 				if got := flagValues(flags, c.flag); !slices.Equal(got, []string{c.want}) {
 					t.Errorf("%s values %q, want [%q]", c.flag, got, c.want)
 				}
+			}
+			wantSecOpt := []string{"no-new-privileges"}
+			if s.Seccomp != "" {
+				wantSecOpt = append(wantSecOpt, "seccomp="+s.Seccomp)
+			}
+			if got := flagValues(flags, "--security-opt"); !slices.Equal(got, wantSecOpt) {
+				t.Errorf("--security-opt values %q, want %q", got, wantSecOpt)
+			}
+			var wantUserNS []string
+			if s.UserNS != "" {
+				wantUserNS = []string{s.UserNS}
+			}
+			if got := flagValues(flags, "--userns"); !slices.Equal(got, wantUserNS) {
+				t.Errorf("--userns values %q, want %q", got, wantUserNS)
 			}
 			if mem, swap := flagValues(flags, "--memory"), flagValues(flags, "--memory-swap"); !slices.Equal(mem, swap) {
 				t.Errorf("--memory %q != --memory-swap %q", mem, swap)
@@ -322,6 +370,9 @@ func TestStartError(t *testing.T) {
 		{"other error first line", "podman", "  \nError: some failure  \r\nsecond line\n",
 			"Container runtime 'podman' failed to start the sandbox: Error: some failure"},
 		{"no stderr", "podman", "", "Container runtime 'podman' failed to start the sandbox: (no output)"},
+		{"docker unknown runtime", "docker", "docker: Error response from daemon: Unknown runtime specified runsc.\n",
+			"Container runtime 'docker' failed to start the sandbox: docker: Error response from daemon: Unknown runtime specified runsc. " +
+				"(MCP_BRIDGE_OCI_RUNTIME names a runtime dockerd does not know: register it under \"runtimes\" in /etc/docker/daemon.json, or unset it)"},
 		{"hybrid cgroups with an OCI runtime set", "podman",
 			"Error: cgroups in hybrid mode not supported, use cgroups v2\n",
 			"Container runtime 'podman' failed to start the sandbox: Error: cgroups in hybrid mode not supported, use cgroups v2"},
@@ -475,75 +526,6 @@ func TestFirstLine(t *testing.T) {
 	for _, tt := range tests {
 		if got := firstLine(tt.in); got != tt.want {
 			t.Errorf("firstLine(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-// TestOwner checks the CTR-4 label format host/pid/start-ms and that the
-// start time is this process's (recent, not in the future).
-func TestOwner(t *testing.T) {
-	host, _ := os.Hostname()
-	owner := Owner()
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 || parts[0] != host || parts[1] != strconv.Itoa(os.Getpid()) {
-		t.Fatalf("Owner() = %q, want %s/%d/<start ms>", owner, host, os.Getpid())
-	}
-	start, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		t.Fatalf("Owner() = %q: start %v", owner, err)
-	}
-	now := time.Now()
-	if lo, hi := now.Add(-time.Hour).UnixMilli(), now.Add(2*time.Second).UnixMilli(); start < lo || start > hi {
-		t.Errorf("Owner() start %d (%s) is not within the last hour", start, time.UnixMilli(start))
-	}
-	if again := Owner(); again != owner {
-		t.Errorf("Owner() changed from %q to %q", owner, again)
-	}
-}
-
-// TestOwnerAlive checks CTR-4 liveness: this process's label is alive; a
-// label of a dead pid, or of a live pid with another start time (pid reuse),
-// is dead; labels of other hosts and malformed labels count as alive.
-func TestOwnerAlive(t *testing.T) {
-	host, _ := os.Hostname()
-
-	child := exec.Command("sleep", "30")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := child.Process.Pid
-	childOwner := fmt.Sprintf("%s/%d/%d", host, pid, processStartMs(pid))
-	childAlive := OwnerAlive(childOwner)
-	_ = child.Process.Kill()
-	_ = child.Wait()
-
-	own := Owner()
-	ownStart, _ := strconv.ParseInt(own[strings.LastIndexByte(own, '/')+1:], 10, 64)
-	tests := []struct {
-		name  string
-		owner string
-		want  bool
-	}{
-		{"own label", own, true},
-		{"own pid, other start time (reused pid)", fmt.Sprintf("%s/%d/%d", host, os.Getpid(), ownStart+1000), false},
-		{"exited child", childOwner, false},
-		{"pid that cannot exist", fmt.Sprintf("%s/%d/%d", host, 1<<30, ownStart), false},
-		{"other host, dead pid", fmt.Sprintf("%s-elsewhere/%d/%d", host, pid, ownStart), true},
-		{"other host, own pid", fmt.Sprintf("other.example/%d/1", os.Getpid()), true},
-		{"empty", "", true},
-		{"no slashes", "garbage", true},
-		{"two parts", host + "/1", true},
-		{"four parts", fmt.Sprintf("%s/%d/%d/x", host, 1<<30, ownStart), true},
-		{"pid not a number", host + "/abc/1", true},
-		{"start not a number", fmt.Sprintf("%s/%d/abc", host, 1<<30), true},
-		{"empty pid and start", host + "//", true},
-	}
-	if !childAlive {
-		t.Errorf("OwnerAlive(%q) of a running child = false, want true", childOwner)
-	}
-	for _, tt := range tests {
-		if got := OwnerAlive(tt.owner); got != tt.want {
-			t.Errorf("%s: OwnerAlive(%q) = %v, want %v", tt.name, tt.owner, got, tt.want)
 		}
 	}
 }

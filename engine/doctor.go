@@ -2,9 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/search"
 )
 
 // Check is one line of `bridge doctor`.
@@ -42,27 +44,18 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	set := config.Load(e.configOptions())
-	perFile := map[string]int{}
-	for _, en := range set.Entries {
-		perFile[en.File]++
-	}
-	problems := map[string][]string{}
-	for _, p := range set.Problems {
-		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
-	}
-	if len(set.Files) == 0 {
-		add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR) and no MCP_SERVERS_CONFIG", e.Env.ConfigDir)
-	}
-	for _, f := range set.Files {
-		if len(problems[f]) > 0 {
-			add("WARN", "config "+f, "%d servers; skipped: %s", perFile[f], strings.Join(problems[f], "; "))
-		} else {
-			add("OK", "config "+f, "%d servers", perFile[f])
+	var absent []string
+	for _, p := range config.WatchPaths(e.configOptions()) {
+		if _, err := os.Stat(p); err != nil {
+			absent = append(absent, p)
 		}
 	}
-	for _, w := range set.Warnings {
-		add("WARN", "config", "%s", w)
+	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	if len(absent) > 0 {
+		detail += "; not present: " + strings.Join(absent, ", ")
 	}
+	add("OK", "config sources", "%s", detail)
+	doctorConfig(set, e.Env, add)
 
 	switch pol := LoadPolicy(e.Env.ConfigDir); {
 	case pol == nil:
@@ -99,65 +92,78 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		}
 	}
 	if !found {
-		add("FAIL", "server "+only, "not found in the configuration")
+		names := make([]string, len(specs))
+		for i, sp := range specs {
+			names[i] = sp.Name
+		}
+		msg := "not found in the configuration"
+		if sugg := search.Suggest(only, names, 1); len(sugg) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", sugg[0])
+		}
+		if len(names) == 0 {
+			msg += "; no servers are configured"
+		} else {
+			msg += " (servers: " + strings.Join(names, ", ") + ")"
+		}
+		add("FAIL", "server "+only, "%s", msg)
 	}
 	return out
 }
 
-func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, string, ...any)) {
-	if e.Launcher.Local() {
-		add("FAIL", "runtime", "MCP_BRIDGE_RUNTIME=local runs code on the host with no isolation (tests only)")
-		return
+// doctorConfig reports the config dir and each config file. A file or
+// entry that was skipped is a FAIL (the rest still loads, but what the user
+// wrote is not served); an unreadable dir is a FAIL with its cause; a
+// missing dir or one without *.json files is a WARN, since a bridge without
+// servers still runs code.
+func doctorConfig(set config.Set, env Env, add func(string, string, string, ...any)) {
+	perFile := map[string][]string{}
+	for _, en := range set.Entries {
+		perFile[en.File] = append(perFile[en.File], en.Name)
 	}
-	cli, err := e.Launcher.CLI()
-	if err != nil {
-		add("FAIL", "runtime", "%v", err)
-		return
+	problems := map[string][]string{}
+	selfOnly := map[string]bool{}
+	dirFailed := false
+	for _, p := range set.Problems {
+		if p.File == env.ConfigDir && p.Entry == "" {
+			add("FAIL", "config", "config dir %s: %s; make it a directory you can read, or set MCP_BRIDGE_CONFIG_DIR", env.ConfigDir, p.Reason)
+			dirFailed = true
+			continue
+		}
+		self := strings.HasPrefix(p.Reason, "Skipping self-referential server")
+		prev, seen := selfOnly[p.File]
+		selfOnly[p.File] = self && (!seen || prev)
+		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
 	}
-	ver, _ := exec.CommandContext(ctx, cli, "--version").Output()
-	oci := e.Env.OCIRuntime
-	if oci == "" {
-		oci = "default"
-	}
-	add("OK", "runtime", "%s (%s), OCI runtime %s", strings.TrimSpace(string(ver)), cli, oci)
-	if strings.Contains(filepath.Base(cli), "podman") {
-		info, err := exec.CommandContext(ctx, cli, append(e.Launcher.GlobalArgs(), "info", "--format", "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}")...).Output()
-		fields := strings.Fields(string(info))
-		switch {
-		case err != nil || len(fields) != 2:
-			add("WARN", "limits", "could not read podman info: %v", err)
-		case fields[0] == "true" && fields[1] == "v1":
-			add("WARN", "limits", "rootless podman on cgroup v1 does not enforce --memory, --pids-limit or --cpus")
-		default:
-			add("OK", "limits", "rootless=%s, cgroup %s: memory and pids limits are enforced", fields[0], fields[1])
+	if len(set.Files) == 0 && !dirFailed {
+		if st, err := os.Stat(env.ConfigDir); errors.Is(err, fs.ErrNotExist) {
+			add("WARN", "config", "config dir %s does not exist: create it with a *.json server file (README, \"Proxied MCP servers\") or set MCP_BRIDGE_CONFIG_DIR; no servers are proxied", env.ConfigDir)
+		} else if err == nil && !st.IsDir() {
+			add("FAIL", "config", "config dir %s is not a directory; set MCP_BRIDGE_CONFIG_DIR to a directory", env.ConfigDir)
+		} else if err == nil {
+			add("WARN", "config", "no *.json files in %s (MCP_BRIDGE_CONFIG_DIR), no MCP_SERVERS_CONFIG and no agent config files (MCP_BRIDGE_CONFIG_SOURCES=%s); no servers are proxied",
+				env.ConfigDir, strings.Join(env.ConfigSources, ","))
 		}
 	}
-	args := append(append([]string{}, e.Launcher.GlobalArgs()...), e.Launcher.VerifyArgs(e.Env.Image)...)
-	args = append(args, "python3", "-c", "import sys, numpy, pandas, sklearn, matplotlib; print('%d.%d.%d' % sys.version_info[:3])")
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	start := time.Now()
-	outb, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
-	took := time.Since(start).Round(time.Millisecond)
-	if err != nil {
-		msg, _ := e.Launcher.StartError(string(outb), -1)
-		add("FAIL", "image", "%s: %v", e.Env.Image, msg)
-		return
+	for _, f := range set.Files {
+		contrib := fmt.Sprintf("%d servers", len(perFile[f]))
+		if src := set.Sources[f]; src != "" {
+			contrib = src + ": " + contrib
+		}
+		if len(perFile[f]) > 0 {
+			contrib += " (" + strings.Join(perFile[f], ", ") + ")"
+		}
+		switch {
+		case len(problems[f]) == 0:
+			add("OK", "config "+f, "%s", contrib)
+		case selfOnly[f]:
+			add("WARN", "config "+f, "%s; skipped: %s", contrib, strings.Join(problems[f], "; "))
+		default:
+			add("FAIL", "config "+f, "%s; skipped: %s; fix the file (the other servers still load)", contrib, strings.Join(problems[f], "; "))
+		}
 	}
-	py := strings.TrimSpace(string(outb))
-	if !pythonAtLeast311(py) {
-		add("FAIL", "image", "Sandbox image '%s' has Python %s; 3.11+ is required", e.Env.Image, py)
-		return
+	for _, w := range set.Warnings {
+		add("WARN", "config", "%s", w)
 	}
-	add("OK", "image", "%s: Python %s with numpy, pandas, sklearn, matplotlib; throwaway container with all flags in %v", e.Env.Image, py, took)
-}
-
-func pythonAtLeast311(v string) bool {
-	var a, b int
-	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
-		return false
-	}
-	return a > 3 || (a == 3 && b >= 11)
 }
 
 // doctorServer starts one server through a real client actor and reports

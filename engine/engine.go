@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,6 +21,7 @@ import (
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/render"
+	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
 )
@@ -42,6 +44,8 @@ type Engine struct {
 	children   *childRegistry
 	events     chan string
 	getenv     func(string) string
+	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
+	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -56,6 +60,13 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
+	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal)
+	e.router.Skipped = func() []actors.ConfigProblem {
+		if p := e.skipped.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	e.serversSup = suture.New("servers", e.spec())
@@ -71,13 +82,17 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Extra:  env.ServersConfig,
 		Policy: filepath.Join(env.ConfigDir, PolicyFile),
 		Log:    log,
+		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
+	files := entrypoint.Files()
+	files["manual.md"] = ManualWithMounts(entrypoint.Manual, env.Mounts)
 	cfg := &actors.SandboxConfig{
 		Launcher: e.Launcher,
 		Router:   e.router,
 		Boot: protocol.BootParams{
-			Files: entrypoint.Files(), Main: entrypoint.Main, Version: version,
-			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32},
+			Files: files, Main: entrypoint.Main, Version: version,
+			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32,
+				MaxImages: env.MaxImages, MaxImageBytes: env.MaxImageBytes},
 		},
 		MaxFrame:     env.MaxFrameBytes,
 		MaxOutput:    env.MaxOutputBytes,
@@ -95,6 +110,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
+		Discovered:     e.router.DiscoveredNames,
 	}
 	return e
 }
@@ -126,17 +142,21 @@ func (e *Engine) configOptions() config.Options {
 	if p, err := filepath.EvalSymlinks(self); err == nil {
 		self = p
 	}
+	cwd, _ := os.Getwd()
 	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath}
+		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and
 // returns the servers in config order.
 func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	set := config.Load(e.configOptions())
+	skipped := make([]actors.ConfigProblem, 0, len(set.Problems))
 	for _, p := range set.Problems {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
+		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason})
 	}
+	e.skipped.Store(&skipped)
 	for _, w := range set.Warnings {
 		e.Log.Info().Msg(w)
 	}
@@ -197,6 +217,31 @@ func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
 	return render.Render(e.Env.OutputMode, r)
 }
 
+// renderTool renders a run_python result for the MCP front: Render plus the
+// limits warning on the first result of each session.
+func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
+	e.limitsNote(&r)
+	return e.Render(r)
+}
+
+// limitsNote adds the one-line limits warning (RT-4) to the first run_python
+// result of each session where cgroups cannot enforce the sandbox's limits.
+// bridge exec does not add it (its stdout is the cell's output; the warning
+// is logged on stderr).
+func (e *Engine) limitsNote(r *actors.Result) {
+	f, ok := e.Launcher.knownFacts()
+	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
+		return
+	}
+	w := LimitsWarning(f, e.Env)
+	if w == "" {
+		return
+	}
+	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
+		r.Notes = append(r.Notes, w)
+	}
+}
+
 // root builds the tree; front may be nil (bridge exec).
 func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root := suture.New("bridge", e.spec())
@@ -207,6 +252,7 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.router)
 	root.Add(e.serversSup)
 	root.Add(e.sessSup)
+	root.Add(e.Launcher)
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) {
 			e.children.Sweep()
@@ -223,14 +269,15 @@ var ErrFrontFailed = errors.New("front failed")
 func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	manual := entrypoint.Manual
+	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
 	front := actors.NewFront(actors.FrontConfig{
 		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout),
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
 		Resource:     Resource(ResourceText(manual)),
 		ResourceText: ResourceText(manual),
 		Dispatcher:   e.dispatcher,
-		Render:       e.Render,
+		Render:       e.renderTool,
+		Structured:   e.Env.Structured,
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/config"
 )
 
 // DefaultImage is the sandbox image that `bridge image build` produces.
@@ -32,6 +34,7 @@ type Env struct {
 	StateDir        string
 	OutputMode      string // compact, toon or json
 	LogLevel        zerolog.Level
+	LogFormat       string // auto (console on a terminal, else JSON), console or json
 	ServersConfig   string // MCP_SERVERS_CONFIG, "" when unset
 	ConfigDir       string
 	OCIRuntime      string
@@ -41,6 +44,27 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
+	MaxImages       int     // images attached per call; the rest are saved under /workspace
+	MaxImageBytes   int     // bytes per attached image
+	Mounts          []Mount // MCP_BRIDGE_MOUNTS, validated; nil when unset
+
+	// MemoryMaxValue and MemoryMaxTotal cap the persistent memory store:
+	// one value (with its metadata) and all of them, in JSON bytes.
+	MemoryMaxValue int
+	MemoryMaxTotal int
+	// ConfigSources are the enabled config sources (config.AllSources
+	// order), from MCP_BRIDGE_CONFIG_SOURCES; Home locates their files.
+	ConfigSources []string
+	Home          string
+	// Structured is MCP_BRIDGE_STRUCTURED: auto, always or never.
+	Structured string
+	// AlwaysLoad is MCP_BRIDGE_ALWAYS_LOAD: the tool carries
+	// _meta["anthropic/alwaysLoad"] so Claude Code does not defer it.
+	AlwaysLoad bool
+	// ToolInventory is MCP_BRIDGE_TOOL_INVENTORY: "" (off) or "names".
+	ToolInventory string
+	// Seccomp is MCP_BRIDGE_SECCOMP: "" (built-in profile), "runtime", or a profile path.
+	Seccomp string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -52,6 +76,10 @@ var EnvVars = []string{
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
+	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
+	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
+	"MCP_BRIDGE_LOG_FORMAT",
 }
 
 var (
@@ -118,7 +146,7 @@ func (r *envReader) noDash(name, s string) string {
 // variable, its value and what is accepted.
 func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	r := &envReader{getenv: getenv}
-	e := Env{}
+	e := Env{Home: home}
 	e.Runtime = r.noDash("MCP_BRIDGE_RUNTIME", r.str("MCP_BRIDGE_RUNTIME"))
 	e.Image = r.noDash("MCP_BRIDGE_IMAGE", r.str("MCP_BRIDGE_IMAGE"))
 	if e.Image == "" {
@@ -175,6 +203,13 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		}
 		e.LogLevel = l
 	}
+	switch e.LogFormat = strings.ToLower(r.str("MCP_BRIDGE_LOG_FORMAT")); e.LogFormat {
+	case "":
+		e.LogFormat = "auto"
+	case "auto", "console", "json":
+	default:
+		r.fail("MCP_BRIDGE_LOG_FORMAT", "auto, console or json")
+	}
 	e.OCIRuntime = r.noDash("MCP_BRIDGE_OCI_RUNTIME", r.str("MCP_BRIDGE_OCI_RUNTIME"))
 	e.MaxFrameBytes = r.intRange("MCP_BRIDGE_MAX_FRAME_BYTES", 16<<20, 1<<20, math.MaxInt32)
 	e.MaxOutputBytes = r.intRange("MCP_BRIDGE_MAX_OUTPUT_BYTES", 32768, 1024, e.MaxFrameBytes)
@@ -182,6 +217,40 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
+	// Figures and display(): an image travels base64 in one frame.
+	maxImage := (e.MaxFrameBytes - 64<<10) / 4 * 3
+	e.MaxImages = r.intRange("MCP_BRIDGE_MAX_IMAGES", 10, 0, 100)
+	e.MaxImageBytes = r.intRange("MCP_BRIDGE_MAX_IMAGE_BYTES", min(1<<20, maxImage), 1024, maxImage)
+	if mounts, err := ParseMounts(r.str("MCP_BRIDGE_MOUNTS"), e.StateDir, e.ConfigDir); err != nil {
+		r.fail("MCP_BRIDGE_MOUNTS", err.Error())
+	} else {
+		e.Mounts = mounts
+	}
+	e.MemoryMaxValue = r.intRange("MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", 1<<20, 1024, 1<<28)
+	if srcs, err := config.ParseSources(r.str("MCP_BRIDGE_CONFIG_SOURCES")); err != nil {
+		r.fail("MCP_BRIDGE_CONFIG_SOURCES", "all, or a comma list of "+strings.Join(config.AllSources, ", "))
+	} else {
+		e.ConfigSources = srcs
+	}
+	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
+	switch e.Structured = strings.ToLower(r.str("MCP_BRIDGE_STRUCTURED")); e.Structured {
+	case "":
+		e.Structured = "auto"
+	case "auto", "always", "never":
+	default:
+		r.fail("MCP_BRIDGE_STRUCTURED", "auto, always or never")
+	}
+	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")
+	switch e.ToolInventory = strings.ToLower(r.str("MCP_BRIDGE_TOOL_INVENTORY")); e.ToolInventory {
+	case "", "names":
+	case "off", "none":
+		e.ToolInventory = ""
+	default:
+		r.fail("MCP_BRIDGE_TOOL_INVENTORY", "names, or off")
+	}
+	if e.Seccomp = r.str("MCP_BRIDGE_SECCOMP"); e.Seccomp != "" && e.Seccomp != "runtime" && !filepath.IsAbs(e.Seccomp) {
+		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
+	}
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}

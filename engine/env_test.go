@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/config"
 )
 
 const testHome = "/home/tester"
@@ -39,6 +41,7 @@ func defaultEnv() Env {
 		StateDir:        filepath.Join(testHome, "MCPs"),
 		OutputMode:      "compact",
 		LogLevel:        zerolog.InfoLevel,
+		LogFormat:       "auto",
 		ServersConfig:   "",
 		ConfigDir:       filepath.Join(testHome, "MCPs"),
 		OCIRuntime:      "",
@@ -48,6 +51,14 @@ func defaultEnv() Env {
 		StartTimeout:    30,
 		MaxSessions:     8,
 		UnsafeLocal:     false,
+		MaxImages:       10,
+		MaxImageBytes:   1 << 20,
+		MemoryMaxValue:  1 << 20,
+		MemoryMaxTotal:  64 << 20,
+		ConfigSources:   config.AllSources,
+		Home:            testHome,
+		Structured:      "auto",
+		AlwaysLoad:      true,
 	}
 }
 
@@ -125,6 +136,12 @@ func TestLoadEnvValid(t *testing.T) {
 		{"config dir", map[string]string{"MCP_BRIDGE_CONFIG_DIR": "/etc/bridge"}, func(e *Env) { e.ConfigDir = "/etc/bridge" }},
 		{"servers config", map[string]string{"MCP_SERVERS_CONFIG": "/etc/mcp/servers.json"},
 			func(e *Env) { e.ServersConfig = "/etc/mcp/servers.json" }},
+		{"structured never", map[string]string{"MCP_BRIDGE_STRUCTURED": "Never"}, func(e *Env) { e.Structured = "never" }},
+		{"structured always", map[string]string{"MCP_BRIDGE_STRUCTURED": "always"}, func(e *Env) { e.Structured = "always" }},
+		{"always load off", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "0"}, func(e *Env) { e.AlwaysLoad = false }},
+		{"always load on", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "yes"}, func(e *Env) {}},
+		{"tool inventory names", map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "NAMES"}, func(e *Env) { e.ToolInventory = "names" }},
+		{"tool inventory off", map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "off"}, func(e *Env) {}},
 		{"output mode toon", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "toon"}, func(e *Env) { e.OutputMode = "toon" }},
 		{"output mode JSON any case", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "JSON"}, func(e *Env) { e.OutputMode = "json" }},
 		{"output mode Compact", map[string]string{"MCP_BRIDGE_OUTPUT_MODE": " Compact "}, func(e *Env) { e.OutputMode = "compact" }},
@@ -140,7 +157,8 @@ func TestLoadEnvValid(t *testing.T) {
 		{"oci runtime path", map[string]string{"MCP_BRIDGE_OCI_RUNTIME": "/usr/local/bin/crun"}, func(e *Env) { e.OCIRuntime = "/usr/local/bin/crun" }},
 		{"max output minimum", map[string]string{"MCP_BRIDGE_MAX_OUTPUT_BYTES": "1024"}, func(e *Env) { e.MaxOutputBytes = 1024 }},
 		{"max output equal to frame cap", map[string]string{"MCP_BRIDGE_MAX_OUTPUT_BYTES": "16777216"}, func(e *Env) { e.MaxOutputBytes = 16777216 }},
-		{"max frame minimum", map[string]string{"MCP_BRIDGE_MAX_FRAME_BYTES": "1048576"}, func(e *Env) { e.MaxFrameBytes = 1048576 }},
+		{"max frame minimum lowers the image cap", map[string]string{"MCP_BRIDGE_MAX_FRAME_BYTES": "1048576"},
+			func(e *Env) { e.MaxFrameBytes = 1048576; e.MaxImageBytes = (1<<20 - 64<<10) / 4 * 3 }},
 		{"max frame raised with output", map[string]string{"MCP_BRIDGE_MAX_FRAME_BYTES": "67108864", "MCP_BRIDGE_MAX_OUTPUT_BYTES": "33554432"},
 			func(e *Env) { e.MaxFrameBytes = 67108864; e.MaxOutputBytes = 33554432 }},
 		{"call timeout bounds", map[string]string{"MCP_BRIDGE_CALL_TIMEOUT": "1"}, func(e *Env) { e.CallTimeout = 1 }},
@@ -149,6 +167,8 @@ func TestLoadEnvValid(t *testing.T) {
 		{"max sessions min", map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "1"}, func(e *Env) { e.MaxSessions = 1 }},
 		{"max sessions max", map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "64"}, func(e *Env) { e.MaxSessions = 64 }},
 		{"unsafe local alone", map[string]string{"MCP_BRIDGE_UNSAFE_LOCAL": "yes"}, func(e *Env) { e.UnsafeLocal = true }},
+		{"max images 0 saves every image", map[string]string{"MCP_BRIDGE_MAX_IMAGES": "0"}, func(e *Env) { e.MaxImages = 0 }},
+		{"max image bytes", map[string]string{"MCP_BRIDGE_MAX_IMAGE_BYTES": "4194304"}, func(e *Env) { e.MaxImageBytes = 4 << 20 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,6 +347,12 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_OUTPUT_MODE": "x", "MCP_BRIDGE_LOG_LEVEL": "x", "MCP_BRIDGE_OCI_RUNTIME": "-x",
 		"MCP_BRIDGE_MAX_OUTPUT_BYTES": "x", "MCP_BRIDGE_MAX_FRAME_BYTES": "x", "MCP_BRIDGE_CALL_TIMEOUT": "x",
 		"MCP_BRIDGE_START_TIMEOUT": "x", "MCP_BRIDGE_MAX_SESSIONS": "x", "MCP_BRIDGE_UNSAFE_LOCAL": "x",
+		"MCP_BRIDGE_MAX_IMAGES": "101", "MCP_BRIDGE_MAX_IMAGE_BYTES": "1023", "MCP_BRIDGE_MOUNTS": "relative:/data",
+		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x",
+		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope",
+		"MCP_BRIDGE_STRUCTURED":     "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
+		"MCP_BRIDGE_SECCOMP":    "relative.json",
+		"MCP_BRIDGE_LOG_FORMAT": "yaml",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

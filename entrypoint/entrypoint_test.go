@@ -18,7 +18,7 @@ func TestBootstrapSize(t *testing.T) {
 // TestFiles checks the boot frame's modules: every .py file and the manual.
 func TestFiles(t *testing.T) {
 	f := Files()
-	for _, name := range []string{"bootstrap.py", "supervisor.py", "worker.py", "mcp_runtime.py", "manual.md", Main + ".py"} {
+	for _, name := range []string{"bootstrap.py", "supervisor.py", "worker.py", "mcp_runtime.py", "jobs.py", "manual.md", Main + ".py"} {
 		if f[name] == "" {
 			t.Errorf("Files() lacks %s", name)
 		}
@@ -59,7 +59,8 @@ func TestManualBudget(t *testing.T) {
 		t.Errorf("manual is %d o200k tokens, budget 450", n)
 	}
 	for _, want := range []string{"persist", "reset()", "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "search_tool_docs", "MCPError",
-		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers."} {
+		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers.",
+		"runtime.start(", "runtime.result(", "runtime.jobs()"} {
 		if !strings.Contains(Manual, want) {
 			t.Errorf("manual does not mention %q", want)
 		}

@@ -3,12 +3,17 @@
 LINK (the worker's frame link) and MANUAL are set by the worker before this
 module runs. Every failure raises MCPError, a RuntimeError subclass.
 """
+import ast
 import base64
 import inspect
 import json
 import keyword
+import linecache
+import os
 import re
+import signal
 import sys
+import textwrap
 import types
 import warnings
 
@@ -16,7 +21,9 @@ __all__ = [
     "MCPError", "Image", "Audio", "Resource", "discovered_servers", "list_servers", "list_servers_sync",
     "describe_server", "list_loaded_server_metadata", "list_tools", "list_tools_sync", "call_tool",
     "query_tool_docs", "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync",
-    "capability_summary", "reset", "save_tool",
+    "capability_summary", "reset", "save_tool", "delete_tool",
+    "save_memory", "load_memory", "update_memory", "delete_memory", "list_memories", "memory_exists",
+    "get_memory_info",
 ]
 
 
@@ -51,11 +58,20 @@ def _begin_call(params):
         for alias, fn in proxy._fns.items():
             setattr(mod, alias, fn)
         mod.__all__ = list(proxy._fns)
-        mod.TOOLS = [dict(t) for t in srv["tools"]]
-        mod.TOOL_MAP = {t["alias"]: dict(t) for t in srv["tools"]}
+        mod.TOOLS = [_tool_entry(t) for t in srv["tools"]]
+        mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
     _CALL.update(servers=servers, proxies=proxies, reset=False)
+    os.environ["MCP_AVAILABLE_SERVERS"] = json.dumps([s["name"] for s in servers])
+    os.environ["MCP_DISCOVERED_SERVERS"] = json.dumps(list(params.get("discovered") or ()))
+
+
+def _tool_entry(tool):
+    """A TOOLS / TOOL_MAP dict: the tool with the reference's input_schema key too."""
+    entry = dict(tool)
+    entry["input_schema"] = tool.get("inputSchema")
+    return entry
 
 
 def _end_call():
@@ -70,6 +86,8 @@ def _globals_for_call():
         "LOADED_MCP_SERVERS": tuple(s["name"] for s in _CALL["servers"]),
         "save_tool": save_tool,
     }
+    for name in _MEMORY_GLOBALS:
+        g[name] = globals()[name]
     for srv in _CALL["servers"]:
         g["mcp_" + srv["alias"]] = _CALL["proxies"][srv["name"]]
     return g
@@ -98,7 +116,7 @@ def list_servers_sync():
 
 async def list_servers():
     """Names of the servers granted to this call, sorted."""
-    return sorted(s["name"] for s in _CALL["servers"])
+    return tuple(sorted(s["name"] for s in _CALL["servers"]))
 
 
 def describe_server(name):
@@ -111,7 +129,7 @@ def list_loaded_server_metadata():
     return tuple(describe_server(s["name"]) for s in _CALL["servers"])
 
 
-def list_tools_sync(server):
+def list_tools_sync(server=None):
     """Tools of any discovered server: dicts with name, alias, description, input_schema."""
     if server is None:
         raise MCPError("list_tools_sync(server) requires a server name")
@@ -131,7 +149,10 @@ async def call_tool(server, tool, arguments=None):
         arguments = {}
     if not isinstance(arguments, dict):
         raise MCPError("Arguments must be an object", server=server, tool=tool)
-    return (await _acall("call_tool", {"server": server, "tool": tool, "arguments": arguments}))["result"]
+    result = (await _acall("call_tool", {"server": server, "tool": tool, "arguments": arguments}))["result"]
+    if isinstance(result, dict):
+        result.setdefault("isError", False)
+    return result
 
 
 def _docs_params(server, tool, detail):
@@ -162,6 +183,13 @@ def _search_params(query, limit, detail):
     return {"query": query, "limit": max(1, min(20, limit)), "detail": detail if isinstance(detail, str) else "summary"}
 
 
+def _empty_query(query, limit):
+    # The reference answers an empty query with []; a bad limit still raises.
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise MCPError("'limit' must be an integer")
+    return isinstance(query, str) and not query.strip()
+
+
 def _search_results(reply):
     for w in reply.get("warnings") or ():
         warnings.warn(w, RuntimeWarning, stacklevel=3)
@@ -169,12 +197,16 @@ def _search_results(reply):
 
 
 async def search_tool_docs(query, limit=5, detail="summary"):
-    """Ranked tool docs over every discovered server."""
+    """Ranked tool docs over every discovered server (and saved tools); [] for an empty query."""
+    if _empty_query(query, limit):
+        return []
     return _search_results(await _acall("search_tool_docs", _search_params(query, limit, detail)))
 
 
 def search_tool_docs_sync(query, limit=5, detail="summary"):
     """Like search_tool_docs, from sync code."""
+    if _empty_query(query, limit):
+        return []
     return _search_results(_call("search_tool_docs", _search_params(query, limit, detail)))
 
 
@@ -189,9 +221,231 @@ def reset():
     _CALL["reset"] = True
 
 
+# --- saved tools -------------------------------------------------------------
+
 def save_tool(func):
-    """Not available in this version."""
-    raise MCPError("save_tool is not available in this version of bridge")
+    """Saves a function defined in a run_python cell for every future session
+    (module user_tools, and a global of the same name)."""
+    if not inspect.isfunction(func):
+        raise ValueError("save_tool expects a function")
+    name = func.__code__.co_name  # the name its def statement binds
+    if not name.isidentifier():
+        raise MCPError("save_tool needs a function defined with def, not %s" % name, kind="invalid_arguments")
+    source = _function_source(func)
+    try:
+        sig = str(inspect.signature(func))
+    except (TypeError, ValueError):
+        sig = "(...)"
+    _call("save_tool", {"name": name, "source": source, "doc": inspect.getdoc(func) or "", "signature": sig})
+    _user_tools_module().__dict__[name] = func
+    msg = "Tool '%s' saved. It will be available in future sessions." % name
+    unsaved = _unsaved_globals(func)
+    if unsaved:
+        msg += "\nNote: it uses globals %s that are not saved." % ", ".join(sorted(unsaved))
+    return msg
+
+
+def delete_tool(name):
+    """Removes a saved tool from future sessions."""
+    if inspect.isfunction(name):
+        name = name.__name__
+    if not isinstance(name, str):
+        raise MCPError("delete_tool expects a tool name", kind="invalid_arguments")
+    deleted = _call("delete_tool", {"name": name})["deleted"]
+    mod = sys.modules.get("user_tools")
+    if mod is not None:
+        mod.__dict__.pop(name, None)
+    return ("Tool '%s' deleted." if deleted else "Tool '%s' not found.") % name
+
+
+def _function_source(func):
+    """The def (with decorators) of func, from the text of the cell that
+    defined it: the worker keeps each cell in linecache as <cell-n>."""
+    code = func.__code__
+    entry = linecache.cache.get(code.co_filename)
+    lines = entry[2] if entry and len(entry) >= 3 else None
+    if lines:
+        try:
+            tree = ast.parse("".join(lines))
+        except SyntaxError:
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                if start == code.co_firstlineno:
+                    return textwrap.dedent("".join(lines[start - 1:node.end_lineno]))
+    raise MCPError("The source of '%s' is not known; save_tool saves functions defined with def in a run_python cell"
+                   % func.__name__, kind="invalid_arguments")
+
+
+_BRIDGE_GLOBALS = {"mcp", "runtime", "mcp_servers", "LOADED_MCP_SERVERS", "save_tool", "user_tools"}
+
+
+def _unsaved_globals(func):
+    names = set()
+
+    def walk(co):
+        names.update(co.co_names)
+        for c in co.co_consts:
+            if isinstance(c, types.CodeType):
+                walk(c)
+    walk(func.__code__)
+    g = func.__globals__
+    tools = vars(_user_tools_module())
+    return {n for n in names if n in g and n != func.__name__ and n not in _BRIDGE_GLOBALS
+            and n not in _MEMORY_GLOBALS and not n.startswith("mcp_") and not n.startswith("__") and n not in tools}
+
+
+def _user_tools_module():
+    mod = sys.modules.get("user_tools")
+    if mod is None:
+        mod = types.ModuleType("user_tools")
+        mod.__file__ = "<bridge/user_tools.py>"
+        mod.__doc__ = "Tools saved with save_tool()."
+        sys.modules["user_tools"] = mod
+    return mod
+
+
+_LOADING = [None]  # the saved tool being loaded, for the worker's interrupt note
+_LOAD_BUDGET = 1.0  # seconds one saved tool may take to load
+
+
+class _SlowLoad(BaseException):
+    """Raised by SIGALRM in a saved tool that loads too long; a
+    BaseException, so the tool's own `except Exception` cannot swallow it."""
+
+
+def _slow_load(signum, frame):
+    raise _SlowLoad()
+
+
+def _load_user_tools(ns):
+    """Runs every saved tool's source in the session namespace ns (the
+    first call of a session) and fills module user_tools. Each tool gets
+    _LOAD_BUDGET seconds. Returns notes for tools that could not be loaded."""
+    mod = _user_tools_module()
+    try:
+        reply = _call("saved_tools", {})
+    except MCPError as e:
+        return ["saved tools were not loaded: %s" % e]
+    notes = list(reply.get("problems") or ())
+    old = signal.signal(signal.SIGALRM, _slow_load)
+    try:
+        for t in reply.get("tools") or ():
+            name, src = t["name"], t.get("source") or ""
+            filename = "<user_tools/%s>" % name
+            linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+            _LOADING[0] = name
+            hint = "save it again or remove it with runtime.delete_tool('%s')" % name
+            try:
+                signal.setitimer(signal.ITIMER_REAL, _LOAD_BUDGET)
+                try:
+                    exec(compile(src, filename, "exec"), ns)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                fn = ns.get(name)
+                if not callable(fn):
+                    raise NameError("its source does not define %s" % name)
+            except _SlowLoad:
+                notes.append("saved tool '%s' took over %gs to load and was skipped; %s" % (name, _LOAD_BUDGET, hint))
+                continue
+            except Exception as e:
+                notes.append("saved tool '%s' failed to load (%s: %s); %s" % (name, type(e).__name__, e, hint))
+                continue
+            setattr(mod, name, fn)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return notes
+
+
+# --- memory -----------------------------------------------------------------
+
+_MEMORY_GLOBALS = ("save_memory", "load_memory", "update_memory", "delete_memory", "list_memories",
+                   "memory_exists", "get_memory_info")
+_UPDATE_TRIES = 50
+
+
+def _memory_key(key):
+    if not isinstance(key, str):
+        raise MCPError("Memory key must be a string, not %s" % type(key).__name__, kind="invalid_arguments")
+    return key
+
+
+def _json_check(key, value, what):
+    # NaN and non-JSON objects are refused here: the link carries strict JSON.
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise MCPError("Memory %s for '%s' is not JSON: %s" % (what, key, e), kind="invalid_arguments") from None
+
+
+def save_memory(key, value, *, metadata=None):
+    """Stores a JSON value under key, on the host: every session and later
+    bridge runs see it."""
+    key = _memory_key(key)
+    _json_check(key, value, "value")
+    params = {"key": key, "value": value}
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise MCPError("Memory metadata for '%s' must be a dict" % key, kind="invalid_arguments")
+        _json_check(key, metadata, "metadata")
+        params["metadata"] = metadata
+    _call("memory_put", params)
+    return "Memory '%s' saved." % key
+
+
+def load_memory(key, *, default=None):
+    """The value stored under key, or default."""
+    rec = _call("memory_get", {"key": _memory_key(key)})
+    return rec.get("value") if rec.get("found") else default
+
+
+def update_memory(key, updater):
+    """Stores updater(current value or None) under key and returns it. The
+    write happens only if nobody wrote key meanwhile; otherwise updater runs
+    again on the newer value."""
+    key = _memory_key(key)
+    if not callable(updater):
+        raise MCPError("update_memory expects a function of the current value", kind="invalid_arguments")
+    for _ in range(_UPDATE_TRIES):
+        rec = _call("memory_get", {"key": key})
+        new = updater(rec.get("value") if rec.get("found") else None)
+        _json_check(key, new, "value")
+        try:
+            _call("memory_put", {"key": key, "value": new, "rev": rec.get("rev") or "", "keepMetadata": True})
+            return new
+        except MCPError as e:
+            if e.kind != "conflict":
+                raise
+    raise MCPError("update_memory('%s') lost the race to other writers %d times; try again" % (key, _UPDATE_TRIES),
+                   kind="conflict")
+
+
+def delete_memory(key):
+    """Removes key."""
+    key = _memory_key(key)
+    deleted = _call("memory_delete", {"key": key})["deleted"]
+    return ("Memory '%s' deleted." if deleted else "Memory '%s' not found.") % key
+
+
+def list_memories():
+    """Every memory as {key, metadata, created_at, updated_at}, sorted by key."""
+    return [{k: m.get(k) for k in ("key", "metadata", "created_at", "updated_at")}
+            for m in _call("memory_list", {})["memories"]]
+
+
+def memory_exists(key):
+    """Whether key is stored."""
+    return bool(_call("memory_get", {"key": _memory_key(key)}).get("found"))
+
+
+def get_memory_info(key):
+    """{key, metadata, created_at, updated_at, size} of key, or None."""
+    rec = _call("memory_get", {"key": _memory_key(key)})
+    if not rec.get("found"):
+        return None
+    return {k: rec.get(k) for k in ("key", "metadata", "created_at", "updated_at", "size")}
 
 
 # --- results ---------------------------------------------------------------
@@ -325,7 +579,8 @@ def _make_tool(server, tool):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError("%s.%s: %s" % (server, raw_name, e)) from None
+            raise MCPError("%s.%s: %s" % (server, raw_name, e), server=server, tool=raw_name,
+                           kind="invalid_arguments") from None
         arguments = {}
         for pname, value in bound.arguments.items():
             if pname == var_kw:

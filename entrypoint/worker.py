@@ -27,6 +27,8 @@ BOOT = None
 LINK = None
 CAPTURE = None
 PUMP = None
+DISPLAY = None  # the display module: figures and display()
+JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
@@ -160,6 +162,10 @@ class Capture:
     # capped, and all of them together stay within a budget.
     SPILL_CAP = 16 << 20
     SPILL_BUDGET = 48 << 20
+    # Progress previews (see _preview); set per call by begin().
+    progress = False
+    preview_dirty = False
+    preview_at = 0.0
 
     def __init__(self, link):
         self.link = link
@@ -188,6 +194,9 @@ class Capture:
             self.spill_path = None
             self.spill_error = None
             self.spill_stream = "stdout"
+            self.progress = False
+            self.preview_dirty = False
+            self.preview_at = 0.0
 
     def write(self, stream, text):
         if not text:
@@ -213,6 +222,9 @@ class Capture:
             if data:
                 if self.cut_stream is None:
                     self.cut_stream = stream
+                if self.progress and not self.preview_dirty:
+                    self.preview_dirty = True
+                    self.wake.set()
                 self.tail.append([stream, data])
                 self.tail_bytes += len(data)
                 while self.tail_bytes > self.half:
@@ -282,7 +294,7 @@ class Capture:
 
     def _flusher(self):
         while True:
-            self.wake.wait()
+            self.wake.wait(self.PREVIEW_EVERY if self.preview_dirty else None)
             time.sleep(0.02)
             self.wake.clear()
             with self.lock:
@@ -291,6 +303,29 @@ class Capture:
                         self._flush()
                     except Exception:
                         pass
+                if self.call is not None and self.preview_dirty and time.monotonic() - self.preview_at >= self.PREVIEW_EVERY:
+                    try:
+                        self._preview()
+                    except Exception:
+                        pass
+
+    # Progress previews: while a call prints past the streamed head, the
+    # newest output (at most PREVIEW_BYTES) goes to the host at most every
+    # PREVIEW_EVERY seconds, for progress notifications only.
+    PREVIEW_EVERY = 0.25
+    PREVIEW_BYTES = 1024
+
+    def _preview(self):
+        parts, size = [], 0
+        for _, data in reversed(self.tail):
+            parts.append(data)
+            size += len(data)
+            if size >= self.PREVIEW_BYTES:
+                break
+        text = _cut_tail(b"".join(reversed(parts)), self.PREVIEW_BYTES).decode("utf-8", "replace")
+        self.preview_dirty = False
+        self.preview_at = time.monotonic()
+        self.link.notify("progress", {"call": self.call, "data": text})
 
     def finish(self, result_repr):
         """Ends the call: sends what is left and returns (truncated, bytes, repr)."""
@@ -358,12 +393,12 @@ def _cut_tail(data, n):
     return data[start:]
 
 
-def _prune(directory, keep, budget):
-    """Deletes the oldest saved outputs until at most keep files and budget
-    bytes remain."""
+def _prune(directory, keep, budget, prefix="output-", suffix=".txt"):
+    """Deletes the oldest saved files (outputs, or images for display.py)
+    until at most keep files and budget bytes remain."""
     try:
         paths = [os.path.join(directory, n) for n in os.listdir(directory)
-                 if n.startswith("output-") and n.endswith(".txt")]
+                 if n.startswith(prefix) and n.endswith(suffix)]
         stats = sorted(((os.stat(p), p) for p in paths), key=lambda sp: sp[0].st_mtime)
         total = sum(st.st_size for st, _ in stats)
         while stats and (len(stats) > keep or total > budget):
@@ -385,7 +420,8 @@ class CaptureStream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        self._capture.write(self._stream, s)
+        if JOBS is None or not JOBS.route(self._stream, s):
+            self._capture.write(self._stream, s)
         return len(s)
 
     def writelines(self, lines):
@@ -590,10 +626,19 @@ class Runner:
         rt = sys.modules["mcp.runtime"]
         rt._begin_call(params)
         self._bind(rt, params)
+        # A new session (each container has one worker) first loads the saved tools.
+        notes, stopped = self._load_tools(rt) if n == 1 else (None, False)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
-        outcome, exit_code, value, error = self._exec(params["code"], n)
+        CAPTURE.progress = bool(params.get("progress"))
+        DISPLAY.IMAGES.begin(params["call"], n)
+        if stopped:
+            outcome, exit_code, value, error = "interrupted", 1, None, "KeyboardInterrupt"
+        else:
+            outcome, exit_code, value, error = self._exec(params["code"], n)
         if outcome == "interrupted":
             _kill_descendants()
+        else:
+            outcome, exit_code, error = self._flush_figures(outcome, exit_code, error)
         PUMP.sync()
         result_repr = None
         if value is not None:
@@ -607,11 +652,47 @@ class Runner:
         truncated, total, result_repr = CAPTURE.finish(result_repr)
         reset = rt._end_call()
         res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
+        saved = DISPLAY.IMAGES.end()
+        if saved:
+            res["saved"] = saved
         if result_repr is not None:
             res["result"] = result_repr
         if error:
             res["error"] = error
+        if notes:
+            res["notes"] = notes
         LINK.reply(msg["id"], res)
+
+    def _flush_figures(self, outcome, exit_code, error):
+        """Sends the figures still open at the end of the cell, like a
+        notebook; an interrupt meanwhile makes the call interrupted."""
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            try:
+                DISPLAY.flush_figures()
+            finally:
+                STATE.in_cell = False
+        except KeyboardInterrupt:
+            if STATE.interrupted:
+                return "interrupted", 1, "KeyboardInterrupt"
+        except Exception as e:
+            CAPTURE.write("stderr", "figures could not be sent: %s\n" % _error_text(e))
+        return outcome, exit_code, error
+    def _load_tools(self, rt):
+        """Loads the saved tools, interruptible like a cell: a tool that hangs
+        while loading ends this call, not every new session."""
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            return rt._load_user_tools(self.ns), False
+        except KeyboardInterrupt:
+            name = rt._LOADING[0]
+            if name is None:
+                return ["the call was interrupted while the saved tools were loading"], True
+            return ["loading saved tool '%s' was interrupted; remove it with runtime.delete_tool('%s')" % (name, name)], True
+        finally:
+            STATE.in_cell = False
 
     def _bind(self, rt, params):
         for name in STATE.bound:
@@ -723,6 +804,17 @@ def _kill_descendants():
                 pass
 
 
+def _load_display(rt, limits):
+    """Loads figures and display(): runtime.display, and display as a
+    builtin like IPython's (a user variable named display shadows it)."""
+    global DISPLAY
+    import builtins
+    DISPLAY = _load_module("mcp._display", "display.py", BOOT["files"]["display.py"])
+    DISPLAY.install(DISPLAY.Images(LINK, limits.get("maxImages", 10), limits.get("maxImageBytes") or (1 << 20)), _prune)
+    rt.display = DISPLAY.display
+    builtins.display = DISPLAY.display
+
+
 def _load_module(name, filename, source):
     mod = types.ModuleType(name)
     mod.__file__ = "<bridge/%s>" % filename
@@ -774,6 +866,10 @@ def main(boot, src, argv):
     pkg.runtime = rt
     for name in ("MCPError",):
         setattr(pkg, name, getattr(rt, name))
+    _load_display(rt, limits)
+    global JOBS
+    JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
+    JOBS.install(rt)
 
     asyncio.run = _asyncio_run
     signal.signal(signal.SIGINT, _on_sigint)

@@ -1,3 +1,23 @@
+// Package protocol defines the host↔sandbox link (SPEC §7): JSON-RPC 2.0, one
+// message per line over the container's stdin and stdout.
+//
+// Besides the discovery, docs and tool-call methods, the sandbox reaches the
+// host's persistent store through these box→host requests; the store lives
+// under <state>/.bridge/ on the host, never in a mount, so it outlives
+// containers, sessions and bridge processes:
+//
+//   - memory_get {key} → MemoryRecord (found false when absent)
+//   - memory_put MemoryPutParams → MemoryPutResult; with rev set, the write
+//     happens only when the key's current rev equals it ("" = absent), else
+//     the error kind is "conflict" (update_memory retries)
+//   - memory_delete {key} → {deleted}
+//   - memory_list {} → {memories: [MemoryInfo]}, sorted by key
+//   - save_tool SaveToolParams → SavedTool (without source)
+//   - saved_tools {} → {tools: [SavedTool], problems: [string]}
+//   - delete_tool {name} → {deleted}
+//
+// Store errors carry kind "invalid_arguments" (bad key, value over a cap),
+// "conflict" or "server_error" (the disk failed).
 package protocol
 
 import "encoding/json"
@@ -10,6 +30,8 @@ const (
 	MethodInterrupt = "interrupt"
 	MethodShutdown  = "shutdown"
 	MethodOutput    = "output"
+	MethodImage     = "image"
+	MethodProgress  = "progress"
 
 	MethodListServers       = "list_servers"
 	MethodDiscoveredServers = "discovered_servers"
@@ -22,6 +44,13 @@ const (
 	MethodReset             = "reset"
 	MethodSaveTool          = "save_tool"
 	MethodLoadTool          = "load_tool"
+
+	MethodMemoryGet    = "memory_get"
+	MethodMemoryPut    = "memory_put"
+	MethodMemoryDelete = "memory_delete"
+	MethodMemoryList   = "memory_list"
+	MethodSavedTools   = "saved_tools"
+	MethodDeleteTool   = "delete_tool"
 )
 
 // Limits are the sandbox-side bounds sent in the boot frame.
@@ -29,6 +58,11 @@ type Limits struct {
 	MaxFrameBytes  int `json:"maxFrameBytes"`
 	MaxOutputBytes int `json:"maxOutputBytes"`
 	MaxInFlight    int `json:"maxInFlight"`
+	// MaxImages and MaxImageBytes cap the images one call attaches; the
+	// sandbox saves the rest under /workspace and reports them in
+	// ExecResult.Saved.
+	MaxImages     int `json:"maxImages"`
+	MaxImageBytes int `json:"maxImageBytes"`
 }
 
 // BootParams is the first line the host writes to a new sandbox.
@@ -61,12 +95,17 @@ type Server struct {
 	Tools []Tool `json:"tools"`
 }
 
-// ExecParams asks the sandbox to run one cell.
+// ExecParams asks the sandbox to run one cell. Discovered lists every
+// configured server name, in config order (MCP_DISCOVERED_SERVERS).
 type ExecParams struct {
 	Call        int64    `json:"call"`
 	Code        string   `json:"code"`
 	Servers     []Server `json:"servers"`
 	OutputLimit int      `json:"outputLimit"`
+	// Progress asks the sandbox for progress frames: the newest output
+	// lines while the call prints more than the streamed head.
+	Progress   bool     `json:"progress,omitempty"`
+	Discovered []string `json:"discovered,omitempty"`
 }
 
 // Outcome values of ExecResult.
@@ -86,7 +125,48 @@ type ExecResult struct {
 	Truncated   bool    `json:"truncated"`
 	OutputBytes int64   `json:"outputBytes"`
 	Reset       bool    `json:"reset"`
+	// Notes are lines for the result's notes, such as a saved tool that
+	// failed to load; the host keeps at most MaxNotes of MaxNoteBytes each.
+	Notes []string `json:"notes,omitempty"`
+	// Saved lists the images of the call that were not attached (over a
+	// cap) and were written to files instead.
+	Saved []SavedImage `json:"saved,omitempty"`
 }
+
+// SavedImage is an image the sandbox wrote to a file instead of attaching it.
+type SavedImage struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	Reason string `json:"reason"`          // SavedOverBytes or SavedOverCount
+	Error  string `json:"error,omitempty"` // why it was not saved; Path is then ""
+}
+
+// Reasons of SavedImage.
+const (
+	SavedOverBytes = "bytes"
+	SavedOverCount = "count"
+)
+
+// ImageParams is one image of the active call (a figure, or display()),
+// base64 in Data as MCP image content carries it.
+type ImageParams struct {
+	Call     int64  `json:"call"`
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+// ProgressParams carries the newest output lines of the active call, for
+// progress notifications; it never counts as output.
+type ProgressParams struct {
+	Call int64  `json:"call"`
+	Data string `json:"data"`
+}
+
+// Bounds of ExecResult.Notes as the host keeps them.
+const (
+	MaxNotes     = 16
+	MaxNoteBytes = 1024
+)
 
 // CallParams names the call an interrupt is meant for.
 type CallParams struct {
@@ -108,6 +188,7 @@ const (
 	KindServerError      = "server_error"
 	KindTransport        = "transport"
 	KindNotFound         = "not_found"
+	KindConflict         = "conflict"
 )
 
 // Error codes of link errors: the range -32000..-32019 (LNK-6), plus the
@@ -119,6 +200,7 @@ const (
 	CodeServerError      = -32003
 	CodeTransport        = -32004
 	CodeNotFound         = -32005
+	CodeConflict         = -32006
 	CodeMethodNotFound   = -32601
 	CodeInvalidParams    = -32602
 )
@@ -127,3 +209,77 @@ const (
 type ErrorData struct {
 	Kind string `json:"kind"`
 }
+
+// KeyParams names one memory key (memory_get, memory_delete).
+type KeyParams struct {
+	Key string `json:"key"`
+}
+
+// NameParams names one saved tool (delete_tool).
+type NameParams struct {
+	Name string `json:"name"`
+}
+
+// MemoryInfo describes one stored memory; times are Unix seconds.
+type MemoryInfo struct {
+	Key       string          `json:"key"`
+	Metadata  json.RawMessage `json:"metadata"`
+	CreatedAt float64         `json:"created_at"`
+	UpdatedAt float64         `json:"updated_at"`
+	Size      int             `json:"size"`
+}
+
+// MemoryRecord is memory_get's result: Found is false for an absent key,
+// and Rev identifies the stored write for a conditional memory_put.
+type MemoryRecord struct {
+	Found bool            `json:"found"`
+	Value json.RawMessage `json:"value,omitempty"`
+	Rev   string          `json:"rev"`
+	MemoryInfo
+}
+
+// MemoryPutParams stores Value (any JSON) under Key. Rev nil writes
+// unconditionally; otherwise the key's current rev must equal *Rev, "" for
+// absent. Metadata nil keeps the stored metadata when KeepMetadata is set.
+type MemoryPutParams struct {
+	Key          string          `json:"key"`
+	Value        json.RawMessage `json:"value"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	KeepMetadata bool            `json:"keepMetadata,omitempty"`
+	Rev          *string         `json:"rev,omitempty"`
+}
+
+// MemoryPutResult is the stored write.
+type MemoryPutResult struct {
+	Rev string `json:"rev"`
+	MemoryInfo
+}
+
+// SaveToolParams saves one function's source as a user tool.
+type SaveToolParams struct {
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	Doc       string `json:"doc"`
+	Signature string `json:"signature"`
+}
+
+// SavedTool is one saved user tool; SavedAt is Unix seconds and SHA256 the
+// hex digest of Source.
+type SavedTool struct {
+	Name      string  `json:"name"`
+	Source    string  `json:"source,omitempty"`
+	Doc       string  `json:"doc"`
+	Signature string  `json:"signature"`
+	SHA256    string  `json:"sha256"`
+	SavedAt   float64 `json:"saved_at"`
+}
+
+// StoreError is a failure of the host's store, with the link error kind
+// and code it maps to.
+type StoreError struct {
+	Code    int64
+	Kind    string
+	Message string
+}
+
+func (e *StoreError) Error() string { return e.Message }

@@ -94,7 +94,7 @@ func (rb *rawBridge) close() {
 		<-exited
 	}
 	<-rb.done
-	if testRuntime() == "podman" {
+	if testRuntime() != "local" {
 		assertNoContainers(rb.t, rb.cmd.Process.Pid)
 	}
 	if rb.t.Failed() {
@@ -342,10 +342,10 @@ func TestBadInputStdio(t *testing.T) {
 		{"servers list of numbers", badCall(`"s4"`, `{"code":"1","servers":[1,2]}`), `"s4"`, wantTool(`"s4"`, validation, notStrings)},
 		{"servers with a nested list", badCall(`"s5"`, `{"code":"1","servers":[["demo"]]}`), `"s5"`, wantTool(`"s5"`, validation, notStrings)},
 		{"servers mixed", badCall(`"s6"`, `{"code":"1","servers":["demo",5]}`), `"s6"`, wantTool(`"s6"`, validation, notStrings)},
-		{"servers unknown", badCall(`"s7"`, `{"code":"print('ran')","servers":["nope"]}`), `"s7"`, wantTool(`"s7"`, "error", "Unknown MCP server: nope")},
-		{"servers close to a known one", badCall(`"s8"`, `{"code":"print('ran')","servers":["dem"]}`), `"s8"`, wantTool(`"s8"`, "error", "Unknown MCP server: dem; did you mean 'demo'?")},
-		{"servers known then unknown", badCall(`"s9"`, `{"code":"print('ran')","servers":["demo","nope"]}`), `"s9"`, wantTool(`"s9"`, "error", "Unknown MCP server: nope")},
-		{"servers empty name", badCall(`"s10"`, `{"code":"print('ran')","servers":[""]}`), `"s10"`, wantTool(`"s10"`, "error", "Unknown MCP server: ")},
+		{"servers unknown", badCall(`"s7"`, `{"code":"print('ran')","servers":["nope"]}`), `"s7"`, wantTool(`"s7"`, "error", "Unknown MCP server: nope. Known servers: demo.")},
+		{"servers close to a known one", badCall(`"s8"`, `{"code":"print('ran')","servers":["dem"]}`), `"s8"`, wantTool(`"s8"`, "error", "Unknown MCP server: dem; did you mean 'demo'? Known servers: demo.")},
+		{"servers known then unknown", badCall(`"s9"`, `{"code":"print('ran')","servers":["demo","nope"]}`), `"s9"`, wantTool(`"s9"`, "error", "Unknown MCP server: nope. Known servers: demo.")},
+		{"servers empty name", badCall(`"s10"`, `{"code":"print('ran')","servers":[""]}`), `"s10"`, wantTool(`"s10"`, "error", "Unknown MCP server: . Known servers: demo.")},
 		{"servers duplicates dropped", badCall(`"s11"`, `{"code":"print(LOADED_MCP_SERVERS)","servers":["demo","demo"]}`), `"s11"`, wantText(`"s11"`, "('demo',)")},
 		// timeout.
 		{"timeout string", badCall(`"t1"`, `{"code":"1","timeout":"5"}`), `"t1"`, wantTool(`"t1"`, validation, notInt)},
@@ -455,6 +455,8 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": {"x", "1.5", "5m"},
 	"MCP_BRIDGE_ALLOW_SELF_SERVER":    {"maybe", "2", "y"},
 	"MCP_BRIDGE_OUTPUT_MODE":          {"tooon", "yaml", "text"},
+	"MCP_BRIDGE_LOG_FORMAT":           {"yaml", "pretty"},
+	"MCP_BRIDGE_SECCOMP":              {"relative.json"},
 	"MCP_BRIDGE_LOG_LEVEL":            {"verbose", "10", "fatal!"},
 	"MCP_BRIDGE_OCI_RUNTIME":          {"-x", "--root=/"},
 	"MCP_BRIDGE_MAX_OUTPUT_BYTES":     {"1023", "x", "16777217", "-1"},
@@ -464,6 +466,16 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},
 	"MCP_BRIDGE_SERVER_IDLE_TIMEOUT":  {"x", "1.5"},
+	"MCP_BRIDGE_MAX_IMAGES":           {"-1", "101", "x"},
+	"MCP_BRIDGE_MAX_IMAGE_BYTES":      {"1023", "99999999", "1m"},
+	"MCP_BRIDGE_MOUNTS":               {"relative:/data", "/:/data", "/tmp:/etc", "/tmp:/data:rx", "/nonexistent-bridge:/data"},
+
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": {"1023", "x", "268435457"},
+	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
+	"MCP_BRIDGE_CONFIG_SOURCES":         {"cursor,nope", "home"},
+	"MCP_BRIDGE_STRUCTURED":             {"sometimes", "true"},
+	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},
+	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
 }
 
 var anyValueEnv = map[string]string{

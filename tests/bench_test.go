@@ -108,6 +108,12 @@ func TestBenchQuick(t *testing.T) {
 	if c0, c1000 := bases["tokens.entry.cl100k.1000"], need("tokens.entry.cl100k.1000"); c0 != c1000 {
 		t.Errorf("tool entry: %v cl100k tokens at 0 proxied tools, %v at 1,000", c0, c1000)
 	}
+	// With MCP_BRIDGE_TOOL_INVENTORY=names the entry grows with the servers
+	// but stays capped: budget 150 plus the 100-token inventory cap.
+	i0, i1000 := need("tokens.entry.inventory.o200k.0"), need("tokens.entry.inventory.o200k.1000")
+	if i0 != e0 || i1000 > 250 || i1000 <= i0 || need("tokens.entry.inventory.o200k.100") > 250 {
+		t.Errorf("inventory entry: %v o200k tokens at 0 servers, %v at 1,000; want %v and <= 250", i0, i1000, e0)
+	}
 	// The bridge's tools/list is identical for every catalog size, while
 	// the classic alternative grows with it.
 	for _, enc := range []string{"o200k", "cl100k"} {

@@ -240,7 +240,7 @@ func TestChaosKillContainers(t *testing.T) {
 		}()
 		time.Sleep(400 * time.Millisecond)
 		name := oldestContainer(t, b.cmd.Process.Pid)
-		if out, err := exec.Command("podman", "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
+		if out, err := exec.Command(runtimeCLI(), "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
 			t.Fatalf("podman kill %s: %v %s", name, err, out)
 		}
 		var res *mcp.CallToolResult
@@ -266,7 +266,7 @@ func TestChaosKillContainers(t *testing.T) {
 // since the spare replacing an adopted one is always younger.
 func oldestContainer(t *testing.T, pid int) string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "--format", "{{.Created}} {{.Names}}").Output()
+	out, err := exec.Command(runtimeCLI(), "ps", "--format", "{{.Created}} {{.Names}}").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

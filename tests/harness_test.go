@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,23 +20,68 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// testRuntime is "podman" unless BRIDGE_TEST_RUNTIME=local.
+// testRuntime is the runtime under test, from BRIDGE_TEST_RUNTIME: "podman"
+// (the default), "docker", or "local" (no container, a fast inner loop only).
 func testRuntime() string {
-	if os.Getenv("BRIDGE_TEST_RUNTIME") == "local" {
-		return "local"
+	switch r := os.Getenv("BRIDGE_TEST_RUNTIME"); r {
+	case "local", "docker":
+		return r
 	}
 	return "podman"
 }
 
-// requirePodman fails (never skips) when the container runtime is missing.
+// runtimeCLI is the container CLI the tests inspect containers with.
+func runtimeCLI() string {
+	if testRuntime() == "docker" {
+		return "docker"
+	}
+	return "podman"
+}
+
+var runtimeCheck struct {
+	once sync.Once
+	err  error
+}
+
+// requirePodman fails (never skips) when the container runtime under test
+// (podman, or docker with BRIDGE_TEST_RUNTIME=docker) is missing or its
+// engine does not answer.
 func requirePodman(t *testing.T) {
 	t.Helper()
-	if testRuntime() != "podman" {
+	if testRuntime() == "local" {
 		return
 	}
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Fatalf("podman is required for the end-to-end suite (CI installs it): %v", err)
+	runtimeCheck.once.Do(func() {
+		if _, err := exec.LookPath(runtimeCLI()); err != nil {
+			runtimeCheck.err = err
+			return
+		}
+		if out, err := exec.Command(runtimeCLI(), "version").CombinedOutput(); err != nil {
+			runtimeCheck.err = fmt.Errorf("%s version: %v: %s", runtimeCLI(), err, tail(string(out), 400))
+		}
+	})
+	if runtimeCheck.err != nil {
+		t.Fatalf("%s is required for the end-to-end suite (CI installs and starts it): %v", runtimeCLI(), runtimeCheck.err)
 	}
+}
+
+// cgroupLimits reports whether the runtime under test enforces --memory and
+// --pids-limit with cgroups; rootless engines on cgroup v1 do not, and the
+// bridge falls back to ulimits there (RT-4).
+func cgroupLimits(t *testing.T) bool {
+	t.Helper()
+	format := "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}"
+	if runtimeCLI() == "docker" {
+		format = "{{.SecurityOptions}} {{.CgroupVersion}}"
+	}
+	out, err := exec.Command(runtimeCLI(), "info", "--format", format).Output()
+	if err != nil {
+		t.Fatalf("%s info: %v", runtimeCLI(), err)
+	}
+	s := strings.TrimSpace(string(out))
+	rootless := strings.HasPrefix(s, "true") || strings.Contains(s, "name=rootless")
+	v1 := strings.HasSuffix(s, "v1") || strings.HasSuffix(s, " 1")
+	return !(rootless && v1)
 }
 
 // baseEnv is the environment of a bridge under test: an isolated HOME,
@@ -47,9 +95,18 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		"MCP_BRIDGE_STATE_DIR":  home + "/state",
 		"MCP_BRIDGE_LOG_LEVEL":  "debug",
 	}
-	if testRuntime() == "local" {
+	for k, v := range runtimeHomeEnv() {
+		env[k] = v
+	}
+	if img := os.Getenv("MCP_BRIDGE_IMAGE"); img != "" {
+		env["MCP_BRIDGE_IMAGE"] = img // the image under test (go tool task passes IMAGE)
+	}
+	switch testRuntime() {
+	case "local":
 		env["MCP_BRIDGE_RUNTIME"] = "local"
 		env["MCP_BRIDGE_UNSAFE_LOCAL"] = "1"
+	case "docker":
+		env["MCP_BRIDGE_RUNTIME"] = "docker"
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -59,6 +116,38 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// runtimeHomeEnv keeps a rootless engine on the user's own storage and
+// configuration although the bridge under test gets a temporary HOME:
+// rootless podman finds its images under $XDG_DATA_HOME (else
+// ~/.local/share) and its storage driver in ~/.config/containers, rootless
+// docker its daemon through DOCKER_HOST.
+func runtimeHomeEnv() map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"XDG_RUNTIME_DIR", "DOCKER_HOST", "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || os.Geteuid() == 0 {
+		return env
+	}
+	env["XDG_DATA_HOME"] = filepath.Join(home, ".local", "share")
+	if v := os.Getenv("XDG_DATA_HOME"); v != "" {
+		env["XDG_DATA_HOME"] = v
+	}
+	for k, f := range map[string]string{
+		"CONTAINERS_STORAGE_CONF": filepath.Join(home, ".config", "containers", "storage.conf"),
+		"CONTAINERS_CONF":         filepath.Join(home, ".config", "containers", "containers.conf"),
+		"DOCKER_CONFIG":           filepath.Join(home, ".docker"),
+	} {
+		if _, err := os.Stat(f); err == nil && env[k] == "" {
+			env[k] = f
+		}
+	}
+	return env
 }
 
 // syncBuffer collects the bridge's stderr.
@@ -98,9 +187,23 @@ func startBridge(t *testing.T, extra map[string]string) *bridge {
 // startBridgeWith starts the bridge with args and completes the handshake.
 func startBridgeWith(t *testing.T, extra map[string]string, args []string) *bridge {
 	t.Helper()
+	return startBridgeAs(t, extra, args, "bridge-e2e")
+}
+
+// startBridgeAs is startBridgeWith for a client that sends clientName in
+// clientInfo at initialize.
+func startBridgeAs(t *testing.T, extra map[string]string, args []string, clientName string) *bridge {
+	t.Helper()
+	return startBridgeArgv(t, extra, bridgeBin, args, clientName)
+}
+
+// startBridgeArgv starts command with args (the bridge, or a wrapper that
+// runs it) as client clientName and completes the handshake.
+func startBridgeArgv(t *testing.T, extra map[string]string, command string, args []string, clientName string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
-	tr := transport.NewStdioWithOptions(bridgeBin, nil, args,
+	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env
@@ -116,7 +219,7 @@ func startBridgeWith(t *testing.T, extra map[string]string, args []string) *brid
 	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
-	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-e2e", Version: "1"}
+	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
 	init, err := b.c.Initialize(ctx, req)
 	if err != nil {
 		b.Close()
@@ -150,7 +253,7 @@ func (b *bridge) Close() {
 	}
 	b.closed = true
 	_ = b.c.Close()
-	if b.cmd != nil && b.cmd.Process != nil && testRuntime() == "podman" {
+	if b.cmd != nil && b.cmd.Process != nil && testRuntime() != "local" {
 		assertNoContainers(b.t, b.cmd.Process.Pid)
 	}
 	if b.t.Failed() {
@@ -163,7 +266,7 @@ func assertNoContainers(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out, _ := exec.Command("podman", "ps", "-a", "--format", "{{.Names}}").Output()
+		out, _ := exec.Command(runtimeCLI(), "ps", "-a", "--format", "{{.Names}}").Output()
 		var left []string
 		for _, n := range strings.Fields(string(out)) {
 			if strings.HasPrefix(n, "bridge-"+strconv.Itoa(pid)+"-") {
@@ -219,8 +322,13 @@ func text(t *testing.T, r *mcp.CallToolResult) string {
 	if !ok {
 		t.Fatalf("content[0] is %T, want text", r.Content[0])
 	}
-	return tc.Text
+	return limitsNote.ReplaceAllString(tc.Text, "")
 }
+
+// limitsNote matches the one-line warning the first result of each session
+// carries where cgroups cannot enforce limits (RT-4). text drops it, so
+// exact-text checks hold on every runtime; TestLimitsWarning checks it.
+var limitsNote = regexp.MustCompile(`\nnote: [a-z]+ [a-z]+ on cgroup v1 cannot enforce --memory, --pids-limit or --cpus; [^\n]*`)
 
 // structured decodes structuredContent into a map.
 func structured(t *testing.T, r *mcp.CallToolResult) map[string]any {

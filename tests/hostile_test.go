@@ -59,17 +59,6 @@ def jam_later():
     print('armed')
 `
 
-// callWithin is b.call with its own bound; it returns the error instead of
-// failing, so a hang is reported as such.
-func (b *bridge) callWithin(d time.Duration, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "run_python"
-	req.Params.Arguments = args
-	return b.c.CallTool(ctx, req)
-}
-
 // procStatus reads a "Vm…" field of /proc/<pid>/status in KiB.
 func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
@@ -187,11 +176,11 @@ func TestHostileLinkJamRun(t *testing.T) {
 	jammed := make(chan answer, 1)
 	start := time.Now()
 	go func() {
-		r, err := b.callWithin(90*time.Second, map[string]any{"code": jamCode + "stop_supervisor()\njam()\n", "session": "jam", "timeout": 60})
+		r, err := b.callArgsWithin(90*time.Second, map[string]any{"code": jamCode + "stop_supervisor()\njam()\n", "session": "jam", "timeout": 60})
 		jammed <- answer{r, err, time.Since(start)}
 	}()
 	time.Sleep(3 * time.Second) // the link is jammed by now
-	r, err := b.callWithin(60*time.Second, map[string]any{"code": "print(y)", "session": "other"})
+	r, err := b.callArgsWithin(60*time.Second, map[string]any{"code": "print(y)", "session": "other"})
 	if err != nil || r.IsError || !strings.HasPrefix(text(t, r), "1") {
 		t.Fatalf("another session during the jam: %v %v", err, r)
 	}
@@ -204,7 +193,7 @@ func TestHostileLinkJamRun(t *testing.T) {
 	if sc["status"] != "error" || !strings.Contains(fmt.Sprint(sc["error"]), "stopped reading its link") || sc["stateLost"] != true {
 		t.Errorf("jammed call: %v, want an error naming the stalled link, with stateLost", sc)
 	}
-	r, err = b.callWithin(60*time.Second, map[string]any{"code": "print('x' in globals())", "session": "jam"})
+	r, err = b.callArgsWithin(60*time.Second, map[string]any{"code": "print('x' in globals())", "session": "jam"})
 	if err != nil {
 		t.Fatalf("the next call of the jammed session: %v", err)
 	}
@@ -232,7 +221,7 @@ func TestHostileLinkJamEvict(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	for i := 0; i < 2; i++ {
 		start := time.Now()
-		r, err := b.callWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "other"})
+		r, err := b.callArgsWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "other"})
 		if err != nil {
 			t.Fatalf("call %d after the jammed session had to be evicted: %v\nstderr: %s", i, err, tail(b.stderr.String(), 4000))
 		}
@@ -308,7 +297,7 @@ f.join(50)
 print('flooded' if not f.is_alive() else 'blocked')
 `
 	start := time.Now()
-	r, err := b.callWithin(100*time.Second, map[string]any{"code": code, "session": "flood", "timeout": 60})
+	r, err := b.callArgsWithin(100*time.Second, map[string]any{"code": code, "session": "flood", "timeout": 60})
 	peak := procStatus(t, pid, "VmHWM")
 	t.Logf("flood call after %v: err=%v; bridge VmHWM %d MiB before, %d MiB after; CPU %.1f s",
 		time.Since(start).Round(10*time.Millisecond), err, before>>10, peak>>10, cpuSeconds(t, pid)-cpu)
@@ -321,7 +310,7 @@ print('flooded' if not f.is_alive() else 'blocked')
 	if err != nil {
 		t.Fatalf("the flooding call never answered: %v", err)
 	}
-	if r, err := b.callWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "flood"}); err != nil || !strings.HasPrefix(text(t, r), "ok") {
+	if r, err := b.callArgsWithin(60*time.Second, map[string]any{"code": "print('ok')", "session": "flood"}); err != nil || !strings.HasPrefix(text(t, r), "ok") {
 		t.Fatalf("the session after the flood: %v", err)
 	}
 }

@@ -1,7 +1,11 @@
 // Package tests holds the end-to-end suites: they build cmd/bridge once and
 // drive the binary over stdio with a real MCP client, against real podman
-// containers (or the local backend when BRIDGE_TEST_RUNTIME=local, for a
-// fast inner loop only; CI always runs podman and never skips).
+// containers, or Docker Engine with BRIDGE_TEST_RUNTIME=docker (or the local
+// backend with BRIDGE_TEST_RUNTIME=local, for a fast inner loop only; CI runs
+// podman, rootless podman and docker, and never skips). With
+// BRIDGE_TEST_BIN_DIR the binaries (bridge, fakeserver, fakehttp) are taken
+// from that directory instead of being built: a compiled test binary
+// (go test -c) then runs as another user, without Go.
 package tests
 
 import (
@@ -24,14 +28,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bridgeBin = filepath.Join(dir, "bridge")
-	fakeBin = filepath.Join(dir, "fakeserver")
-	fakeHTTPBin = filepath.Join(dir, "fakehttp")
+	binDir := dir
+	if prebuilt := os.Getenv("BRIDGE_TEST_BIN_DIR"); prebuilt != "" {
+		binDir = prebuilt
+	}
+	bridgeBin = filepath.Join(binDir, "bridge")
+	fakeBin = filepath.Join(binDir, "fakeserver")
+	fakeHTTPBin = filepath.Join(binDir, "fakehttp")
 	for _, b := range [][]string{
 		{"-race", "-o", bridgeBin, "../cmd/bridge"},
 		{"-o", fakeBin, "./fakeserver"},
 		{"-o", fakeHTTPBin, "./fakehttp"},
 	} {
+		if binDir != dir {
+			if _, err := os.Stat(b[len(b)-2]); err != nil {
+				fmt.Fprintln(os.Stderr, "BRIDGE_TEST_BIN_DIR:", err)
+				os.Exit(1)
+			}
+			continue
+		}
 		build := exec.Command("go", append([]string{"build"}, b...)...)
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {

@@ -635,6 +635,16 @@ func TestEscapeMemoryLimit(t *testing.T) {
 	start := time.Now()
 	r := b.call(map[string]any{"code": "blocks = []\nwhile True:\n    blocks.append(b'\\x01' * (8 << 20))", "session": "hog", "timeout": 60})
 	sc := structured(t, r)
+	if !cgroupLimits(t) {
+		// Rootless cgroup v1: --ulimit data holds the cell (RT-4).
+		if sc["status"] != "error" || !strings.Contains(text(t, r), "MemoryError") {
+			t.Fatalf("structured = %v, text %q; want a MemoryError in the cell", sc, text(t, r))
+		}
+		if got := text(t, b.call(map[string]any{"code": "bystander", "session": "bystander"})); got != "'here'" {
+			t.Errorf("another session after the MemoryError: %q", got)
+		}
+		return
+	}
 	want := "memory limit exceeded (MCP_BRIDGE_MEMORY=128m); the session was restarted"
 	if sc["error"] != want || sc["exitCode"] != 137.0 || sc["stateLost"] != true || sc["status"] != "error" {
 		t.Fatalf("structured = %v, want error %q, exitCode 137, stateLost", sc, want)
@@ -650,13 +660,20 @@ func TestEscapeMemoryLimit(t *testing.T) {
 
 // bridgeContainerIDs lists the full ids of the bridge's containers.
 func bridgeContainerIDs(pid int) []string {
-	out, _ := exec.Command("podman", "ps", "-q", "--no-trunc", "--filter", "name=^bridge-"+strconv.Itoa(pid)+"-").Output()
+	out, _ := exec.Command(runtimeCLI(), "ps", "-q", "--no-trunc", "--filter", "name=^bridge-"+strconv.Itoa(pid)+"-").Output()
 	return strings.Fields(string(out))
 }
 
-// processesIn counts the host processes in the cgroup of each container id,
-// and all host processes.
+// processesIn counts the host processes in the PID namespace of each
+// container id (cgroups would miss rootless containers on cgroup v1, which
+// have none of their own), and all host processes.
 func processesIn(ids []string) (map[string]int, int) {
+	byNS := map[string]string{}
+	for _, id := range ids {
+		if ns := containerPIDNS(id); ns != "" {
+			byNS[ns] = id
+		}
+	}
 	counts := map[string]int{}
 	total := 0
 	ents, _ := os.ReadDir("/proc")
@@ -665,18 +682,34 @@ func processesIn(ids []string) (map[string]int, int) {
 			continue
 		}
 		total++
-		cg, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
+		ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid")
 		if err != nil {
 			continue
 		}
-		for _, id := range ids {
-			if strings.Contains(string(cg), id) {
-				counts[id]++
-				break
-			}
+		if id, ok := byNS[ns]; ok {
+			counts[id]++
 		}
 	}
 	return counts, total
+}
+
+var pidNS sync.Map // container id → its PID namespace link, "pid:[inode]"
+
+// containerPIDNS is the PID namespace of a running container, "" if unknown.
+func containerPIDNS(id string) string {
+	if ns, ok := pidNS.Load(id); ok {
+		return ns.(string)
+	}
+	out, err := exec.Command(runtimeCLI(), "inspect", "--format", "{{.State.Pid}}", id).Output()
+	if err != nil {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/" + strings.TrimSpace(string(out)) + "/ns/pid")
+	if err != nil {
+		return ""
+	}
+	pidNS.Store(id, ns)
+	return ns
 }
 
 // TestEscapeForkBomb: a fork bomb is held by the pids limit (production

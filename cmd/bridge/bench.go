@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -18,11 +17,10 @@ import (
 // leaves out echo and sleep).
 func (m *Main) benchServerCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	n := fs.Int("tools", 0, "synthetic tools")
 	catalogOnly := fs.Bool("catalog-only", false, "serve only the synthetic tools")
-	if err := fs.Parse(args); err != nil {
-		return m.usage("bench-server: %v", err)
+	if _, code, ok := m.parse("bench-server", fs, args, 0); !ok {
+		return code
 	}
 	if err := bench.ServeEchoServer(ctx, m.Stdin, m.Stdout, *n, *catalogOnly); err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: bench-server: %v\n", err)
@@ -38,20 +36,25 @@ func (m *Main) benchServerCmd(ctx context.Context, args []string) int {
 // measured.
 func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "small sample counts (CI)")
-	samples := fs.Int("samples", 200, "warm samples")
-	out := fs.String("out", "bench-out", "directory for bench.json and bench.md")
-	npmDir := fs.String("npm-dir", "", "directory whose node_modules/.bin holds the real MCP test servers")
-	if err := fs.Parse(args); err != nil {
-		return m.usage("bench: %v", err)
+	samples := fs.Int("samples", 200, "warm samples, `N` >= 1")
+	out := fs.String("out", "bench-out", "`DIR` for bench.json and bench.md")
+	npmDir := fs.String("npm-dir", "", "`DIR` whose node_modules/.bin holds the real MCP servers measured for tokens (default $BRIDGE_TEST_NPM_DIR or ~/.cache/bridge-npm)")
+	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
+	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		return m.usage("bench: unexpected argument %q", fs.Arg(0))
+	if *samples < 1 {
+		return m.usage("bench: invalid --samples %d: want an integer >= 1 (bridge bench --help)", *samples)
 	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
+	}
+	benchEnv := append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn")
+	if *runtime != "" {
+		env.Runtime = *runtime
+		benchEnv = append(benchEnv, "MCP_BRIDGE_RUNTIME="+*runtime)
 	}
 	if *npmDir == "" {
 		*npmDir = m.Getenv("BRIDGE_TEST_NPM_DIR")
@@ -70,7 +73,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.usage("bench: %v", err)
 	}
-	l := engine.NewLauncher(env, engine.Owner(), m.logger(env.LogLevel))
+	l := engine.NewLauncher(env, engine.Owner(), m.logger(env, env.LogLevel))
 	cli, err := l.CLI()
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
@@ -79,7 +82,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
 	baseline = append(baseline, "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
-		Bridge: self, Version: Version(), Env: append(os.Environ(), "MCP_BRIDGE_LOG_LEVEL=warn"),
+		Bridge: self, Version: Version(), Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, RuntimeCLI: cli,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
 	})

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -10,10 +12,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"unicode"
 
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/search"
 )
 
 // version and commit are set with -ldflags "-X main.version=... -X main.commit=...".
@@ -55,35 +59,261 @@ type Main struct {
 	Getenv func(string) string
 }
 
-const commandList = "run, exec, doctor, image, bench, version"
+// command is one subcommand as help lists it.
+type command struct {
+	name     string
+	synopsis string // what follows `bridge NAME` in the usage line
+	summary  string // one line for the top-level help
+	detail   string // more lines for the command's own help; may be ""
+	run      func(m *Main, ctx context.Context, args []string) int
+}
 
-// Run dispatches to a subcommand; plain `bridge` means `bridge run`.
+// commands is every public subcommand, in help order; set by init, since
+// help refers back to it.
+var commands []command
+
+func init() { commands = commandTable() }
+
+func commandTable() []command {
+	return []command{
+		{"run", "[--watch]", "serve MCP over stdio: the command an agent runs (the default)",
+			"Serves the run_python tool to one MCP client on stdin/stdout; logs go to stderr.\n" +
+				"Add it to an agent as `bridge run` (see README, \"Add to your agent\").",
+			(*Main).runCmd},
+		{"exec", "[flags] (CODE | -)", "run Python once through the same engine and print the result",
+			"CODE is Python source, or - to read it from stdin. Flags may come before or after CODE;\n" +
+				"code that starts with '-' goes after --: bridge exec -- '-1 + 2'.\n" +
+				"Exit codes: 0 success, 1 error, 2 validation or usage, 124 timeout.",
+			(*Main).execCmd},
+		{"doctor", "[--json] [--server NAME]", "check the runtime, image, state dir, config files and servers",
+			"Prints one `OK|WARN|FAIL <check>: <detail>` line per check; exits 1 when any check FAILs.",
+			(*Main).doctorCmd},
+		{"image", "build [flags]", "build the sandbox image",
+			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.",
+			(*Main).imageCmd},
+		{"bench", "[flags]", "measure tokens, latency, proxy overhead and memory against baselines",
+			"Writes bench.json and bench.md to --out and prints the markdown table.",
+			(*Main).benchCmd},
+		{"version", "", "print the version", "", (*Main).versionCmd},
+		{"help", "[COMMAND]", "show help for bridge or one command", "", (*Main).helpCmd},
+	}
+}
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+func lookupCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// Run dispatches to a subcommand; plain `bridge` (or flags only) means
+// `bridge run`.
 func (m *Main) Run(ctx context.Context, args []string) int {
-	cmd := "run"
 	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
+		switch args[0] {
+		case "-h", "--help", "-help":
+			return m.helpCmd(ctx, args[1:])
+		case "--version":
+			return m.versionCmd(ctx, args[1:])
+		}
 	}
-	switch cmd {
-	case "run":
-		return m.runCmd(ctx, args)
-	case "exec":
-		return m.execCmd(ctx, args)
-	case "image":
-		return m.imageCmd(ctx, args)
-	case "bench":
-		return m.benchCmd(ctx, args)
-	case "doctor":
-		return m.doctorCmd(ctx, args)
-	case "bench-server": // hidden: the MCP server bridge bench proxies
+	name := "run"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if name == "bench-server" { // hidden: the MCP server bridge bench proxies
 		return m.benchServerCmd(ctx, args)
-	case "version", "--version":
-		fmt.Fprintf(m.Stdout, "bridge %s (%s, %s)\n", Version(), commitID(), runtime.Version())
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprintf(m.Stdout, "usage: bridge [command]\ncommands: %s\n", commandList)
-		return 0
 	}
-	return m.usage("unknown command %q; commands: %s", cmd, commandList)
+	if c := lookupCommand(name); c != nil {
+		return c.run(m, ctx, args)
+	}
+	return m.usage("%s", unknownCommand("unknown command", name))
+}
+
+// topHelp lists every command with one line.
+func (m *Main) topHelp(w io.Writer) {
+	fmt.Fprintf(w, "bridge %s: an MCP server with one tool, run_python, that runs Python in a locked-down\n", Version())
+	fmt.Fprintf(w, "container session whose code can call your other MCP servers.\n\n")
+	fmt.Fprintf(w, "usage: bridge [COMMAND] [FLAGS]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun `bridge help COMMAND` or `bridge COMMAND --help` for a command's flags.\n")
+	fmt.Fprintf(w, "Settings are MCP_BRIDGE_* environment variables (README, \"Environment variables\").\n")
+}
+
+func (m *Main) helpCmd(ctx context.Context, args []string) int {
+	switch {
+	case len(args) == 0:
+		m.topHelp(m.Stdout)
+		return 0
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		m.commandHelp("help", flag.NewFlagSet("help", flag.ContinueOnError))
+		return 0
+	case len(args) > 1:
+		return m.usage("help: want at most one COMMAND, got %d arguments (bridge help COMMAND)", len(args))
+	}
+	if c := lookupCommand(args[0]); c != nil {
+		return c.run(m, ctx, []string{"--help"})
+	}
+	return m.usage("%s", unknownCommand("help: unknown command", args[0]))
+}
+
+// unknownCommand is the one-line error for an unknown command name: the
+// nearest command, then every command.
+func unknownCommand(prefix, name string) string {
+	msg := fmt.Sprintf("%s %q", prefix, name)
+	if s := search.Suggest(name, commandNames(), 1); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return msg + fmt.Sprintf(" (commands: %s; bridge help)", strings.Join(commandNames(), ", "))
+}
+
+func (m *Main) versionCmd(_ context.Context, args []string) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, code, ok := m.parse("version", fs, args, 0); !ok {
+		return code
+	}
+	fmt.Fprintf(m.Stdout, "bridge %s (%s, %s)\n", Version(), commitID(), runtime.Version())
+	return 0
+}
+
+// parse parses args for the named command with fs and returns the
+// positional arguments. Flags may follow positional arguments; "--" ends
+// the flags. maxPos is the most positional arguments the command takes
+// (-1: any). ok is false when the caller must return code at once: 0 after
+// -h/--help printed the command's help, 2 after a usage error printed one
+// line naming the fix.
+func (m *Main) parse(name string, fs *flag.FlagSet, args []string, maxPos int) (pos []string, code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			m.commandHelp(name, fs)
+			return nil, 0, false
+		}
+		if err != nil {
+			return nil, m.flagError(name, fs, err), false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...) // everything after -- is positional
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if maxPos >= 0 && len(pos) > maxPos {
+		hint := fmt.Sprintf("bridge %s --help", name)
+		if maxPos == 0 {
+			return nil, m.usage("%s: unexpected argument %q: %s takes no arguments (%s)", name, pos[0], name, hint), false
+		}
+		return nil, m.usage("%s: unexpected argument %q (%s)", name, pos[maxPos], hint), false
+	}
+	return pos, 0, true
+}
+
+// flagError turns the flag package's error into one line that names the
+// fix: the nearest flag for a typo, the expected type for a bad value.
+func (m *Main) flagError(name string, fs *flag.FlagSet, err error) int {
+	hint := fmt.Sprintf("bridge %s --help", name)
+	msg := err.Error()
+	if bad, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		// The flag package drops the dashes; words were most likely
+		// typed as --word, anything else (such as code: -1) as is.
+		typed := "-" + bad
+		if len(bad) > 1 && unicode.IsLetter(rune(bad[0])) {
+			typed = "--" + bad
+		}
+		line := fmt.Sprintf("%s: unknown flag %s", name, typed)
+		if s := search.Suggest(strings.TrimLeft(bad, "-"), names, 1); len(s) > 0 {
+			line += fmt.Sprintf("; did you mean --%s?", s[0])
+		} else {
+			if len(names) > 0 {
+				line += "; flags: --" + strings.Join(names, ", --")
+			}
+			if name == "exec" {
+				line += "; code that starts with '-' goes after --: bridge exec -- CODE"
+			}
+		}
+		return m.usage("%s (%s)", line, hint)
+	}
+	if flagName, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return m.usage("%s: --%s needs a value (%s)", name, flagName, hint)
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		// invalid value "x" for flag -name: reason
+		value, after, _ := strings.Cut(rest, " for flag -")
+		flagName, _, _ := strings.Cut(after, ":")
+		want := "a valid value"
+		if f := fs.Lookup(flagName); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case int, int64, uint, uint64:
+					want = "an integer"
+				case bool:
+					want = "true or false"
+				case float64:
+					want = "a number"
+				}
+			}
+		}
+		return m.usage("%s: invalid value %s for --%s: want %s (%s)", name, value, flagName, want, hint)
+	}
+	return m.usage("%s: %v (%s)", name, err, hint)
+}
+
+// commandHelp prints the usage of one command with every flag.
+func (m *Main) commandHelp(name string, fs *flag.FlagSet) {
+	w := m.Stdout
+	c := lookupCommand(name)
+	if c == nil { // a subcommand such as "image build"
+		c = &command{name: name}
+		if top := lookupCommand(strings.Fields(name)[0]); top != nil {
+			c.summary, c.detail = top.summary, top.detail
+			c.synopsis = strings.TrimSpace(strings.TrimPrefix(top.synopsis, strings.TrimPrefix(name, top.name+" ")))
+		}
+	}
+	fmt.Fprintf(w, "usage: bridge %s %s\n\n", c.name, c.synopsis)
+	if c.summary != "" {
+		fmt.Fprintf(w, "%s%s.\n", strings.ToUpper(c.summary[:1]), c.summary[1:])
+	}
+	if c.detail != "" {
+		fmt.Fprintln(w, c.detail)
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nflags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			def = fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  --%s%s\n        %s%s\n", f.Name, arg, usage, def)
+	})
 }
 
 // usage prints one line and returns exit code 2 (CLI-1).
@@ -107,10 +337,16 @@ func (m *Main) loadEnv() (engine.Env, bool) {
 }
 
 // logger returns the zerolog logger on stderr and routes the stdlib log
-// and slog (which mcp-go uses) to it (LIF-2).
-func (m *Main) logger(level zerolog.Level) zerolog.Logger {
+// and slog (which mcp-go uses) to it (LIF-2). Lines are human-readable when
+// stderr is a terminal and JSON otherwise, unless MCP_BRIDGE_LOG_FORMAT
+// says which.
+func (m *Main) logger(env engine.Env, level zerolog.Level) zerolog.Logger {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
-	l := zerolog.New(m.Stderr).Level(level).With().Timestamp().Logger()
+	var w io.Writer = m.Stderr
+	if env.LogFormat == "console" || (env.LogFormat == "auto" && isTerminal(m.Stderr)) {
+		w = zerolog.ConsoleWriter{Out: m.Stderr, TimeFormat: "15:04:05.000", NoColor: !isTerminal(m.Stderr)}
+	}
+	l := zerolog.New(w).Level(level).With().Timestamp().Logger()
 	log.SetFlags(0)
 	log.SetOutput(l.With().Str("source", "log").Logger())
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(l)))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/rs/zerolog"
 
@@ -16,17 +15,20 @@ import (
 // exits 1 when any check failed.
 func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print the checks as JSON")
-	server := fs.String("server", "", "check only this server")
-	if err := fs.Parse(args); err != nil {
-		return m.usage("doctor: %v", err)
+	server := fs.String("server", "", "check only the server `NAME`")
+	pos, code, ok := m.parse("doctor", fs, args, -1)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return m.usage("doctor: unexpected argument %q: doctor takes no arguments; to check one server: bridge doctor --server %s", pos[0], pos[0])
 	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
 	}
-	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv, false)
+	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv, false)
 	checks := e.Doctor(ctx, *server)
 	failed := false
 	for _, c := range checks {

@@ -19,18 +19,24 @@ import (
 // text form. Exit codes: 0 success, 1 error, 2 validation or usage, 124 timeout.
 func (m *Main) execCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	servers := fs.String("servers", "", "comma-separated servers the code may call")
-	session := fs.String("session", "", "session name")
-	timeout := fs.Int("timeout", 0, "timeout in seconds")
-	output := fs.String("output", "", "compact, toon or json")
-	if err := fs.Parse(args); err != nil {
-		return m.usage("exec: %v", err)
+	servers := fs.String("servers", "", "comma-separated server `NAMES` the code may call")
+	session := fs.String("session", "", "session `NAME` (default \"default\")")
+	timeout := fs.Int("timeout", 0, "timeout in `SECONDS` (default MCP_BRIDGE_TIMEOUT)")
+	output := fs.String("output", "", "`MODE`: compact, toon or json; json prints one JSON document, toon raw TOON (default MCP_BRIDGE_OUTPUT_MODE)")
+	pos, exit, ok := m.parse("exec", fs, args, -1)
+	if !ok {
+		return exit
 	}
-	if fs.NArg() != 1 {
-		return m.usage("exec: want exactly one CODE argument, or - to read code from stdin")
+	if len(pos) != 1 {
+		if len(pos) > 1 {
+			return m.usage("exec: want one CODE argument, got %d: quote the code as one argument, e.g. bridge exec 'print(1 + 1)' (bridge exec --help)", len(pos))
+		}
+		return m.usage("exec: want one CODE argument, or - to read code from stdin: bridge exec 'print(1)' (bridge exec --help)")
 	}
-	code := fs.Arg(0)
+	if *timeout < 0 {
+		return m.usage("exec: invalid --timeout %d: want a number of seconds >= 1 (bridge exec --help)", *timeout)
+	}
+	code := pos[0]
 	if code == "-" {
 		b, err := io.ReadAll(m.Stdin)
 		if err != nil {
@@ -47,7 +53,7 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		case "compact", "toon", "json":
 			env.OutputMode = mode
 		default:
-			return m.usage("exec: invalid --output %q: want compact, toon or json", *output)
+			return m.usage("exec: invalid --output %q: want compact, toon or json (bridge exec --help)", *output)
 		}
 	}
 	raw := map[string]any{"code": code}
@@ -61,12 +67,23 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		raw["timeout"] = *timeout
 	}
 	rawJSON, _ := json.Marshal(raw)
-	e := engine.New(env, Version(), m.logger(m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
+	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
 	a, msg := e.Validate(rawJSON)
 	var res actors.Result
 	emit := func(r actors.Result) {
 		res = r
-		fmt.Fprintln(m.Stdout, textOf(e.Render(r)))
+		if src := engine.SpillPath(r); src != "" {
+			// The session's container is removed when exec exits: copy the
+			// full output out first and point the marker at the copy.
+			dst, err := e.FetchSpill(ctx, r)
+			if err != nil {
+				dst = "(lost when exec exits: " + err.Error() + "; raise MCP_BRIDGE_MAX_OUTPUT_BYTES, or write the output to a file and print it in parts)"
+			}
+			for i := range r.Output {
+				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
+			}
+		}
+		fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode))
 	}
 	if msg != "" {
 		emit(actors.Result{Status: actors.StatusValidation, Error: msg, Session: actors.DefaultSession})
@@ -92,4 +109,22 @@ func textOf(r *mcp.CallToolResult) string {
 		return t.Text
 	}
 	return ""
+}
+
+// unfence returns the bare document of the json and toon forms, which the
+// tool result wraps in a markdown fence for the model, so that the
+// terminal's output pipes into jq or a TOON reader.
+func unfence(text, mode string) string {
+	if mode != "json" && mode != "toon" {
+		return text
+	}
+	body, ok := strings.CutPrefix(text, "```"+mode+"\n")
+	if !ok {
+		return text
+	}
+	body, ok = strings.CutSuffix(body, "\n```")
+	if !ok {
+		return text
+	}
+	return body
 }

@@ -3,25 +3,35 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
+	"fmt"
 
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/engine/image"
+	"github.com/bridge-mcp/bridge/engine/search"
 )
 
-// imageCmd builds the sandbox image (SPEC §6.4).
+// imageCmd builds the sandbox image.
 func (m *Main) imageCmd(ctx context.Context, args []string) int {
-	if len(args) == 0 || args[0] != "build" {
-		return m.usage("image: want `bridge image build [--method auto|containerfile|debian] [--tag T] [--suite S] [--mirror URL]`")
-	}
 	fs := flag.NewFlagSet("image build", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	method := fs.String("method", "auto", "auto, containerfile or debian")
-	tag := fs.String("tag", engine.DefaultImage, "image tag")
-	suite := fs.String("suite", "bookworm", "Debian suite")
-	mirror := fs.String("mirror", "", "Debian mirror (default: the host's apt mirror)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return m.usage("image build: %v", err)
+	method := fs.String("method", "auto", "`METHOD`: auto, containerfile or debian")
+	tag := fs.String("tag", engine.DefaultImage, "image `TAG`")
+	suite := fs.String("suite", image.DefaultSuite, "Debian `SUITE` (debian method)")
+	mirror := fs.String("mirror", "", "Debian mirror `URL` (default: the host's apt mirror)")
+	switch {
+	case len(args) == 0:
+		return m.usage("image: want a subcommand: bridge image build (bridge image --help)")
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		m.commandHelp("image", fs)
+		return 0
+	case args[0] != "build":
+		msg := fmt.Sprintf("image: unknown subcommand %q", args[0])
+		if s := search.Suggest(args[0], []string{"build"}, 1); len(s) > 0 {
+			msg += "; did you mean \"build\"?"
+		}
+		return m.usage("%s (the one subcommand: bridge image build [flags]; bridge image --help)", msg)
+	}
+	if _, code, ok := m.parse("image build", fs, args[1:], 0); !ok {
+		return code
 	}
 	switch *method {
 	case "auto", "containerfile", "debian":
@@ -32,7 +42,7 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	if !ok {
 		return 2
 	}
-	log := m.logger(env.LogLevel)
+	log := m.logger(env, env.LogLevel)
 	l := engine.NewLauncher(env, engine.Owner(), log)
 	cli, err := l.CLI()
 	if err != nil {

@@ -8,9 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/bridge-mcp/bridge/actors"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == actors.WatchParentArg { // hidden: see actors/parentwatch.go
+		os.Exit(actors.RunParentWatcher(os.Args[2:]))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

@@ -22,12 +22,28 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"version"}, nil, 0, "bridge " + Version() + " (", ""},
 		{[]string{"--version"}, nil, 0, "bridge " + Version() + " (", ""},
-		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope"; commands: run, exec, doctor, image, bench, version`},
-		{[]string{"image"}, nil, 2, "", "bridge: image: want `bridge image build"},
+		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope" (commands: run, exec, doctor, image, bench, version, help; bridge help)`},
+		{[]string{"exce"}, nil, 2, "", `bridge: unknown command "exce"; did you mean "exec"? (commands: run,`},
+		{[]string{"image"}, nil, 2, "", "bridge: image: want a subcommand: bridge image build (bridge image --help)"},
+		{[]string{"image", "buld"}, nil, 2, "", `bridge: image: unknown subcommand "buld"; did you mean "build"?`},
 		{[]string{"image", "build", "--method", "x"}, nil, 2, "", `bridge: image build: invalid --method "x"`},
-		{[]string{"run", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra"`},
+		{[]string{"run", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra": run takes no arguments (bridge run --help)`},
+		{[]string{"--watch", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra"`},
+		{[]string{"version", "x"}, nil, 2, "", `bridge: version: unexpected argument "x"`},
+		{[]string{"doctor", "foo"}, nil, 2, "", `bridge: doctor: unexpected argument "foo": doctor takes no arguments; to check one server: bridge doctor --server foo`},
+		{[]string{"doctor", "--sever", "x"}, nil, 2, "", `bridge: doctor: unknown flag --sever; did you mean --server? (bridge doctor --help)`},
+		{[]string{"bench", "--samples", "-5"}, nil, 2, "", `bridge: bench: invalid --samples -5: want an integer >= 1`},
+		{[]string{"bench", "--samples", "many"}, nil, 2, "", `bridge: bench: invalid value "many" for --samples: want an integer`},
+		{[]string{"exec", "--servres", "x", "1"}, nil, 2, "", `bridge: exec: unknown flag --servres; did you mean --servers? (bridge exec --help)`},
+		{[]string{"exec", "-1"}, nil, 2, "", `bridge: exec: unknown flag -1; flags: --output, --servers, --session, --timeout; code that starts with '-' goes after --: bridge exec -- CODE`},
+		{[]string{"exec", "--timeout"}, nil, 2, "", `bridge: exec: --timeout needs a value (bridge exec --help)`},
+		{[]string{"exec", "--timeout", "-3", "1"}, nil, 2, "", `bridge: exec: invalid --timeout -3: want a number of seconds >= 1`},
+		{[]string{"exec", "a", "b"}, nil, 2, "", `bridge: exec: want one CODE argument, got 2: quote the code`},
+		{[]string{"exec", "1", "--output", "yaml"}, nil, 2, "", `bridge: exec: invalid --output "yaml": want compact, toon or json`},
+		{[]string{"help", "exce"}, nil, 2, "", `bridge: help: unknown command "exce"; did you mean "exec"?`},
+		{[]string{"help", "exec", "run"}, nil, 2, "", `bridge: help: want at most one COMMAND`},
 		{[]string{"run"}, map[string]string{"MCP_BRIDGE_PIDS": "3"}, 2, "", `bridge: invalid MCP_BRIDGE_PIDS="3": want an integer from 8 to`},
-		{[]string{"exec", "--timeout", "x", "1"}, nil, 2, "", "bridge: exec: invalid value"},
+		{[]string{"exec", "--timeout", "x", "1"}, nil, 2, "", `bridge: exec: invalid value "x" for --timeout: want an integer (bridge exec --help)`},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -36,6 +52,68 @@ func TestRunUsage(t *testing.T) {
 		if code != c.wantCode || !strings.HasPrefix(out.String(), c.wantOut) || !strings.HasPrefix(errb.String(), c.wantErr) ||
 			strings.Count(errb.String(), "\n") > 1 {
 			t.Errorf("Run(%q) = %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out.String(), errb.String(), c.wantCode, c.wantOut, c.wantErr)
+		}
+	}
+}
+
+// TestHelp checks that every command prints its usage with every flag to
+// stdout and exits 0, however help is asked for, and that the top-level
+// help lists every command with one line.
+func TestHelp(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		return m.Run(context.Background(), args), out.String(), errb.String()
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		code, out, errOut := run(args...)
+		if code != 0 || errOut != "" {
+			t.Errorf("bridge %q: exit %d, stderr %q; want 0, nothing", args, code, errOut)
+		}
+		for _, c := range commands {
+			if !strings.Contains(out, "\n  "+c.name+" ") {
+				t.Errorf("bridge %q lists no line for %s:\n%s", args, c.name, out)
+			}
+		}
+	}
+	flags := map[string][]string{
+		"run":     {"--watch"},
+		"exec":    {"--servers NAMES", "--session NAME", "--timeout SECONDS", "--output MODE", "(CODE | -)"},
+		"doctor":  {"--json", "--server NAME"},
+		"image":   {"--method METHOD", "--tag TAG", "--suite SUITE", "--mirror URL"},
+		"bench":   {"--quick", "--samples N", "--out DIR", "--npm-dir DIR"},
+		"version": {},
+		"help":    {},
+	}
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+			code, out, errOut := run(args...)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage: bridge "+c.name) {
+				t.Errorf("bridge %q: exit %d, stdout %q, stderr %q; want 0 and the usage", args, code, out, errOut)
+			}
+			for _, f := range flags[c.name] {
+				if !strings.Contains(out, f) {
+					t.Errorf("bridge %q does not show %q:\n%s", args, f, out)
+				}
+			}
+		}
+	}
+	if code, out, _ := run("image", "build", "--help"); code != 0 || !strings.HasPrefix(out, "usage: bridge image build [flags]") {
+		t.Errorf("bridge image build --help: exit %d, %q", code, out)
+	}
+}
+
+// TestUnfence checks that exec prints the json and toon documents bare.
+func TestUnfence(t *testing.T) {
+	cases := []struct{ text, mode, want string }{
+		{"```json\n{\"a\": 1}\n```", "json", `{"a": 1}`},
+		{"```toon\na: 1\n```", "toon", "a: 1"},
+		{"```json\n{}\n```", "compact", "```json\n{}\n```"},
+		{"plain", "json", "plain"},
+	}
+	for _, c := range cases {
+		if got := unfence(c.text, c.mode); got != c.want {
+			t.Errorf("unfence(%q, %q) = %q, want %q", c.text, c.mode, got, c.want)
 		}
 	}
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -14,17 +14,20 @@ import (
 // runCmd serves MCP over stdio.
 func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
-	if err := fs.Parse(args); err != nil {
-		return m.usage("run: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return m.usage("run: unexpected argument %q", fs.Arg(0))
+	if _, code, ok := m.parse("run", fs, args, 0); !ok {
+		return code
 	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
+	}
+	if isTerminal(m.Stdin) {
+		// One line for a person who ran it by hand; an MCP client that
+		// speaks on this terminal is still served.
+		fmt.Fprintln(m.Stderr, "bridge: this is an MCP stdio server and waits for an MCP client on stdin; "+
+			"add it to your agent (e.g. `claude mcp add bridge -- bridge run`, README \"Add to your agent\"), "+
+			"try `bridge exec 'print(1)'`, or see `bridge --help`")
 	}
 	out := m.Stdout
 	if f, isFile := out.(*os.File); isFile && f == os.Stdout {
@@ -35,7 +38,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		defer mcpOut.Close()
 		out = mcpOut
 	}
-	log := m.logger(env.LogLevel)
+	log := m.logger(env, env.LogLevel)
 	e := engine.New(env, Version(), log, m.Getenv, *watch)
 	if err := e.Serve(ctx, m.Stdin, out); err != nil {
 		log.Error().Err(err).Msg("bridge stopped")

@@ -77,8 +77,8 @@ func meminfo(field string) int64 {
 	return 0
 }
 
-// containerRuntime names the CLI, its version, OCI runtime, cgroup version
-// and rootless mode (podman), or just the CLI's version line (docker).
+// containerRuntime names the engine, its version, OCI runtime, cgroup
+// version and rootless mode (podman, docker), else the CLI's version line.
 func containerRuntime(ctx context.Context, cli string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -88,6 +88,22 @@ func containerRuntime(ctx context.Context, cli string) string {
 			"{{.Version.Version}} {{.Host.OCIRuntime.Name}} cgroups {{.Host.CgroupsVersion}} rootless={{.Host.Security.Rootless}}").Output()
 		if err == nil {
 			return "podman " + strings.TrimSpace(string(out))
+		}
+	}
+	if name == "docker" {
+		// The daemon's facts, not the client's version: the two differ (a 28.x client against a 20.10 engine).
+		out, err := exec.CommandContext(ctx, cli, "info", "--format",
+			"{{.ServerVersion}} {{.DefaultRuntime}} cgroups v{{.CgroupVersion}} {{.SecurityOptions}}").Output()
+		if err == nil {
+			f := strings.TrimSpace(string(out))
+			mode := "rootless=false"
+			if strings.Contains(f, "name=rootless") {
+				mode = "rootless=true"
+			}
+			if i := strings.Index(f, " ["); i > 0 {
+				f = f[:i]
+			}
+			return "docker engine " + f + " " + mode
 		}
 	}
 	out, err := exec.CommandContext(ctx, cli, "--version").Output()

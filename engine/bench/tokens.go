@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/bridge-mcp/bridge/engine"
 )
 
 // referenceEntryO200k is the reference's tool entry in o200k_base tokens,
@@ -74,8 +76,12 @@ func tokenFigures(ctx context.Context, o Options, r *Report) error {
 	entry0, list0 := tools[0], strings.Join(pages, "\n")
 	n0 := count["o200k"](entry0)
 	r.add(Figure{ID: "tokens.entry.o200k.0", Name: "run_python tool entry, 0 proxied tools (o200k)", Value: float64(n0), Unit: "tokens",
-		Baseline: "reference entry (SPEC TOOL-1, not re-measured)", BaseVal: referenceEntryO200k, Samples: 1,
+		Baseline: "reference entry (the Python project's published figure, not re-measured)", BaseVal: referenceEntryO200k, Samples: 1,
 		Target: fmt.Sprintf("<= %d", entryBudget)}, n0 <= entryBudget)
+
+	if err := inventoryFigures(ctx, o, r, count["o200k"], n0); err != nil {
+		return err
+	}
 
 	cats := []catalog{}
 	for _, k := range []int{10, 100, 1000} {
@@ -152,7 +158,7 @@ func realCatalog(o Options) (cat catalog, cleanup func(), missing string) {
 	bin := filepath.Join(o.NPMDir, "node_modules", ".bin")
 	for _, name := range []string{"mcp-server-everything", "mcp-server-filesystem", "mcp-server-memory"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			return cat, cleanup, fmt.Sprintf("%s is not installed in %s (go tool task setup:npm, or --npm-dir)", name, bin)
+			return cat, cleanup, fmt.Sprintf("%s is not installed in %s (npm install --prefix %s @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-memory, or --npm-dir)", name, bin, o.NPMDir)
 		}
 	}
 	root, err := os.MkdirTemp("", "bridge-bench-fs-")
@@ -237,4 +243,42 @@ func measureCatalog(ctx context.Context, o Options, cat catalog) (catalogTokens,
 	}
 	m.classic = strings.Join(classic, "\n")
 	return m, nil
+}
+
+// inventoryFigures measures the run_python entry with
+// MCP_BRIDGE_TOOL_INVENTORY=names at 0, 10, 100 and 1,000 configured
+// servers (never started: the entry is built from the config alone). The
+// inventory is capped, so the entry stays within the budget plus
+// engine.InventoryBudget at any count; n0 is the entry without it.
+func inventoryFigures(ctx context.Context, o Options, r *Report, count func(string) int, n0 int) error {
+	limit := entryBudget + engine.InventoryBudget
+	for _, k := range []int{0, 10, 100, 1000} {
+		servers := map[string]any{}
+		for i := 0; i < k; i++ {
+			entry := benchServer(o, 1, true)
+			entry["description"] = fmt.Sprintf("Synthetic bench server number %d", i)
+			servers[fmt.Sprintf("server-%04d", i)] = entry
+		}
+		io := o
+		io.Env = append(append([]string{}, o.Env...), "MCP_BRIDGE_TOOL_INVENTORY=names")
+		p, stop, err := startBridge(ctx, io, servers)
+		if err != nil {
+			return err
+		}
+		_, tools, err := p.toolsList(ctx)
+		stop()
+		if err != nil {
+			return err
+		}
+		if len(tools) != 1 {
+			return fmt.Errorf("bench: the bridge lists %d tools with the inventory on, want 1", len(tools))
+		}
+		n := count(tools[0])
+		r.add(Figure{ID: fmt.Sprintf("tokens.entry.inventory.o200k.%d", k),
+			Name:  fmt.Sprintf("run_python entry with MCP_BRIDGE_TOOL_INVENTORY=names, %d servers (o200k)", k),
+			Value: float64(n), Unit: "tokens", Samples: 1,
+			Baseline: "the entry without the inventory", BaseVal: float64(n0),
+			Target: fmt.Sprintf("<= %d (budget + inventory cap)", limit)}, n <= limit)
+	}
+	return nil
 }

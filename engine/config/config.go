@@ -1,6 +1,7 @@
 // Package config loads the upstream MCP servers the bridge proxies (spec
 // §10): every *.json directly inside the config dir, sorted by file name,
-// then the file named by MCP_SERVERS_CONFIG. A malformed file or entry is
+// then the file named by MCP_SERVERS_CONFIG, then the agent config files of
+// the enabled sources (sources.go), in that precedence. A malformed file or entry is
 // skipped with a Problem and everything else loads (CFG-1). The package also
 // fingerprints the sources for reload checks (RLD-1), builds a stdio child's
 // environment (ENV-1) and computes server and tool aliases (§9.3).
@@ -90,6 +91,8 @@ type Set struct {
 	// Files are the config files considered, in source order, including
 	// those skipped with a Problem.
 	Files []string
+	// Sources names the source of each file in Files (SourceMCPs, ...).
+	Sources map[string]string
 }
 
 // Options says where the configuration lives and how the self-server guard
@@ -103,6 +106,19 @@ type Options struct {
 	SelfExe string
 	// LookPath resolves a command through PATH; nil means exec.LookPath.
 	LookPath func(string) (string, error)
+	// Sources are the enabled sources (ParseSources); nil means mcps and
+	// env only. Home and Cwd locate the agent config files; "" skips the
+	// files under them.
+	Sources   []string
+	Home, Cwd string
+}
+
+// enabled reports whether source src is read.
+func (o Options) enabled(src string) bool {
+	if o.Sources == nil {
+		return src == SourceMCPs || src == SourceEnv
+	}
+	return slices.Contains(o.Sources, src)
 }
 
 // Load reads every config source once and returns what it found. It never
@@ -110,12 +126,15 @@ type Options struct {
 // or entry becomes a Problem.
 func Load(o Options) Set {
 	l := newLoader(o)
-	for _, name := range l.listDir() {
-		l.loadFile(filepath.Join(o.Dir, name))
+	if o.enabled(SourceMCPs) {
+		for _, name := range l.listDir() {
+			l.loadFileAs(filepath.Join(o.Dir, name), SourceMCPs, formatMCPServers)
+		}
 	}
-	if o.Extra != "" {
+	if o.Extra != "" && o.enabled(SourceEnv) {
 		l.loadExtra(o.Extra)
 	}
+	l.loadAgentFiles()
 	return l.set
 }
 
@@ -142,6 +161,15 @@ func newLoader(o Options) *loader {
 		l.selfInfo, _ = os.Stat(l.self)
 	}
 	return l
+}
+
+// addFile records a file considered and its source.
+func (l *loader) addFile(path, src string) {
+	l.set.Files = append(l.set.Files, path)
+	if l.set.Sources == nil {
+		l.set.Sources = map[string]string{}
+	}
+	l.set.Sources[path] = src
 }
 
 func (l *loader) problem(file, entry, reason string) {
@@ -179,7 +207,7 @@ func (l *loader) listDir() []string {
 // the dir's files, which were already read.
 func (l *loader) loadExtra(path string) {
 	if strings.EqualFold(filepath.Ext(path), ".toml") {
-		l.set.Files = append(l.set.Files, path)
+		l.addFile(path, SourceEnv)
 		l.problem(path, "", "TOML config files are not supported yet")
 		return
 	}
@@ -191,13 +219,24 @@ func (l *loader) loadExtra(path string) {
 			}
 		}
 	}
-	l.loadFile(path)
+	l.loadFileAs(path, SourceEnv, formatMCPServers)
 }
 
-// loadFile reads one config file and loads its entries. Only regular files
-// are read, and the open never blocks (a FIFO is refused, not waited on).
-func (l *loader) loadFile(path string) {
-	l.set.Files = append(l.set.Files, path)
+// loadFileAs reads one config file of source src and loads its entries.
+// Only regular files are read, and the open never blocks (a FIFO is
+// refused, not waited on). A file an earlier source already read (an agent
+// file also named by MCP_SERVERS_CONFIG) is read once.
+func (l *loader) loadFileAs(path, src string, ft format) {
+	if src != SourceMCPs && src != SourceEnv {
+		if fi, err := os.Stat(path); err == nil {
+			for _, r := range l.read {
+				if os.SameFile(fi, r) {
+					return
+				}
+			}
+		}
+	}
+	l.addFile(path, src)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		l.problem(path, "", "cannot read the file: "+errText(err))
@@ -223,11 +262,12 @@ func (l *loader) loadFile(path string) {
 		return
 	}
 	l.read = append(l.read, fi)
-	l.loadBytes(path, data)
+	l.loadBytes(path, data, ft)
 }
 
-// loadBytes loads the entries of one file's contents, named path.
-func (l *loader) loadBytes(path string, data []byte) {
+// loadBytes loads the entries of one file's contents, named path, kept in
+// format f.
+func (l *loader) loadBytes(path string, data []byte, f format) {
 	v, err := decodeJSON(data)
 	if err != nil {
 		l.problem(path, "", err.Error())
@@ -245,6 +285,14 @@ func (l *loader) loadBytes(path string, data []byte) {
 		} else {
 			l.warn(`%s: the file-level "description" must be a string, not %s; ignored`, path, kind(d))
 		}
+	}
+	if f != formatMCPServers {
+		// An agent's file: having no servers is normal there.
+		names, entries, _ := l.agentServers(path, top, f)
+		for i, name := range names {
+			l.loadEntry(path, name, entries[i], fileDesc)
+		}
+		return
 	}
 	raw, ok := top.get("mcpServers")
 	if !ok || raw == nil {

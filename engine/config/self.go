@@ -16,8 +16,8 @@ func selfToken(s string) bool {
 // isSelf reports whether e would launch a bridge (§10.3), unless the guard is
 // off. The rules, in order: (a) the lower-cased name, command basename, an
 // arg or an arg's basename is a self token; (b) the command basename equals
-// the running executable's; (c) the command resolves, through LookPath and
-// symlinks, to the running executable.
+// the running executable's, or is "bridge" with first arg "run"; (c) the
+// command resolves, through LookPath and symlinks, to the running executable.
 func (l *loader) isSelf(e Entry) bool {
 	if l.o.AllowSelf {
 		return false
@@ -37,6 +37,10 @@ func (l *loader) isSelf(e Entry) bool {
 		if selfToken(a) || selfToken(filepath.Base(a)) {
 			return true
 		}
+	}
+	// `bridge run` is this program however it was installed.
+	if base == "bridge" && len(e.Args) > 0 && e.Args[0] == "run" {
+		return true
 	}
 	if l.self == "" {
 		return false

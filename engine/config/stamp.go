@@ -11,8 +11,8 @@ import (
 )
 
 // Stamp is a cheap fingerprint of the config sources (RLD-1): the dir's own
-// mtime, and the name, size, mode and mtime of each *.json in it and of
-// Extra, without reading any file. Equal stamps mean Load would read the
+// mtime, and the name, size, mode and mtime of each *.json in it, of
+// Extra and of the enabled agent config files, without reading any file. Equal stamps mean Load would read the
 // same files; take the stamp before calling Load, so a change that races
 // the load shows up at the next check.
 func Stamp(o Options) string {
@@ -35,6 +35,7 @@ func Stamp(o Options) string {
 	if o.Extra != "" {
 		stampPath(h, o.Extra)
 	}
+	stampAgentFiles(o, func(format string, a ...any) { fmt.Fprintf(h, format, a...) }, func(p string) { stampPath(h, p) })
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -11,11 +11,12 @@ import (
 )
 
 // debianPackages are installed into the rootfs (IMG-3).
-var debianPackages = []string{"python3", "python3-numpy", "python3-pandas", "python3-sklearn", "python3-matplotlib"}
+var debianPackages = []string{"python3", "python3-numpy", "python3-pandas", "python3-sklearn", "python3-matplotlib",
+	"python3-scipy", "python3-pil"}
 
 // keptPackages must still be installed after the toolchain purge. python3-scipy is listed because python3-sklearn
 // needs it and it is what pulls in python3-pythran and, through it, the toolchain.
-var keptPackages = append(append([]string{}, debianPackages...), "python3-scipy", "python3-sklearn-lib",
+var keptPackages = append(append([]string{}, debianPackages...), "python3-sklearn-lib",
 	"python3-pandas-lib")
 
 // purgePatterns select, by whole package name, what the toolchain purge removes: the compilers and binutils, every
@@ -73,7 +74,7 @@ var dpkgExcludes = []string{
 }
 
 // checkImports is the Python statement run inside the rootfs (IMG-3 step 3).
-const checkImports = "import numpy, pandas, sklearn, matplotlib"
+const checkImports = "import numpy, pandas, sklearn, matplotlib, scipy, PIL"
 
 // hook is one step that runs on the rootfs as a shell script with the rootfs path in $1, in the same form as an
 // mmdebstrap --customize-hook.
@@ -112,13 +113,23 @@ done
 // trimScript drops docs, man pages, locales, headers, Python test suites, apt lists and caches and logs, and creates
 // /workspace owned by 65534:65534 with mode 1777: podman gives a tmpfs mounted there the mode of the image's
 // directory (not its owner), so 1777 keeps a --tmpfs /workspace writable for any --user.
+//
+// apt's lock files and partial directories stay: in unshare mode this runs as a customize hook, and mmdebstrap's own
+// cleanup afterwards runs apt, which fails without them ("Could not open lock file /var/lib/apt/lists/lock"). numpy
+// 2's numpy.testing imports numpy._core.tests._natype, so that one module of the test suites stays.
 func trimScript() string {
 	return `cd "$1"
 rm -rf usr/share/doc/* usr/share/man/* usr/share/info/* usr/share/locale/* usr/share/lintian/* \
   usr/include/* usr/lib/gcc usr/libexec/gcc \
-  var/lib/apt/lists/* var/cache/apt/* var/cache/debconf/*-old var/lib/dpkg/*-old var/log/* \
+  var/cache/debconf/*-old var/lib/dpkg/*-old var/log/* \
   tmp/* var/tmp/* root/.cache
-find usr/lib/python3/dist-packages -type d -name tests -prune -exec rm -rf {} +
+for d in var/lib/apt/lists var/cache/apt var/cache/apt/archives; do
+  [ -d "$d" ] && find "$d" -mindepth 1 -maxdepth 1 ! -name lock ! -name partial ! -name archives -exec rm -rf {} +
+done
+find usr/lib/python3/dist-packages -type d -name tests ! -path '*/numpy/_core/tests' -prune -exec rm -rf {} +
+if [ -d usr/lib/python3/dist-packages/numpy/_core/tests ]; then
+  find usr/lib/python3/dist-packages/numpy/_core/tests -mindepth 1 ! -name __init__.py ! -name _natype.py -exec rm -rf {} +
+fi
 mkdir -p workspace
 chown 65534:65534 workspace
 chmod 1777 workspace
@@ -226,6 +237,11 @@ func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
 		"--include=" + strings.Join(debianPackages, ","),
 		`--aptopt=Acquire::Retries "3"`,
 	}
+	if mode != "root" {
+		// The trim hook empties the package lists and the apt cache; mmdebstrap's own cleanup would run apt again
+		// after the hooks, which fails in unshare mode ("Could not open lock file /var/lib/apt/lists/lock").
+		args = append(args, "--skip=cleanup/apt")
+	}
 	for _, p := range dpkgExcludes {
 		args = append(args, "--dpkgopt=path-exclude="+p)
 	}
@@ -259,12 +275,12 @@ func writeTarball(ctx context.Context, rootfs, tarball string) error {
 // importImage imports tarball as the image Tag, then deletes tarball.
 func (b *builder) importImage(ctx context.Context, tarball string) error {
 	defer os.Remove(tarball)
-	_, err := b.cli(ctx, importArgs(tarball, b.opts.Tag)...)
+	_, err := b.cli(ctx, importArgs(tarball, b.opts.Tag, b.opts.Suite)...)
 	return err
 }
 
 // importArgs is the argv (after CLI and GlobalArgs) of the import step, with the IMG-1 settings as --change.
-func importArgs(tarball, tag string) []string {
+func importArgs(tarball, tag, suite string) []string {
 	return []string{
 		"import",
 		"--change", `CMD ["python3"]`,
@@ -273,6 +289,7 @@ func importArgs(tarball, tag string) []string {
 		"--change", "ENV MPLBACKEND=Agg",
 		"--change", "ENV PATH=" + imagePath,
 		"--change", "LABEL " + SchemaLabel,
+		"--change", "LABEL " + SuiteLabel + "=" + suite,
 		tarball, tag,
 	}
 }

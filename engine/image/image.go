@@ -25,13 +25,24 @@ const (
 // Defaults used by Build for empty Options fields.
 const (
 	DefaultTag    = "localhost/bridge-python:latest"
-	DefaultSuite  = "bookworm"
+	DefaultSuite  = "trixie"
 	DefaultMirror = "http://deb.debian.org/debian"
 	DefaultCLI    = "podman"
 )
 
-// SchemaLabel is the label every bridge image carries (IMG-1).
-const SchemaLabel = "bridge.image.schema=1"
+// SchemaLabel is the label every bridge image carries (IMG-1). Schema 2 is the generation built from Debian trixie or
+// python:3.13-slim+ (Python 3.13+, numpy 2, pandas 2, scipy, pillow); images with an older schema (or none) are out
+// of date: `bridge doctor` says so and `go tool task image` rebuilds them.
+const SchemaLabel = SchemaKey + "=" + Schema
+
+// SchemaKey and Schema make up SchemaLabel.
+const (
+	SchemaKey = "bridge.image.schema"
+	Schema    = "2"
+)
+
+// SuiteLabel names the Debian suite of an image built with the Debian method.
+const SuiteLabel = "bridge.image.suite"
 
 // Options configures Build. Empty fields take the defaults described on each field.
 type Options struct {
@@ -39,7 +50,7 @@ type Options struct {
 	Method string
 	// Tag names the built image; default "localhost/bridge-python:latest".
 	Tag string
-	// Suite is the Debian suite of the Debian method; default "bookworm".
+	// Suite is the Debian suite of the Debian method; default "trixie".
 	Suite string
 	// Mirror is the Debian mirror of the Debian method; default: the host's apt mirror, else
 	// http://deb.debian.org/debian.

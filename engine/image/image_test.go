@@ -187,7 +187,7 @@ func TestWithDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Method != MethodAuto || o.Tag != "localhost/bridge-python:latest" || o.Suite != "bookworm" ||
+	if o.Method != MethodAuto || o.Tag != "localhost/bridge-python:latest" || o.Suite != "trixie" ||
 		o.Mirror != HostMirror() || o.CLI != "podman" || o.Stdout == nil || o.Stderr == nil || o.VerifyArgs == nil {
 		t.Errorf("defaults: %+v", o)
 	}
@@ -222,13 +222,13 @@ func TestDefaultVerifyArgs(t *testing.T) {
 		t.Errorf("DefaultVerifyArgs =\n%s\nwant\n%s", got, want)
 	}
 	argv := verifyArgv(DefaultVerifyArgs, "img:1")
-	if n := len(argv); n < 3 || argv[n-3] != "python3" || argv[n-2] != "-c" || argv[n-1] != verifyScript {
+	if n := len(argv); n < 3 || argv[n-3] != "python3" || argv[n-2] != "-c" || argv[n-1] != VerifyScript {
 		t.Errorf("verifyArgv tail = %q", argv[max(0, len(argv)-3):])
 	}
 }
 
 func TestImportArgs(t *testing.T) {
-	got := importArgs("/tmp/w/rootfs.tar", "localhost/bridge-python:latest")
+	got := importArgs("/tmp/w/rootfs.tar", "localhost/bridge-python:latest", "trixie")
 	want := []string{
 		"import",
 		"--change", `CMD ["python3"]`,
@@ -236,7 +236,8 @@ func TestImportArgs(t *testing.T) {
 		"--change", "WORKDIR /workspace",
 		"--change", "ENV MPLBACKEND=Agg",
 		"--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"--change", "LABEL bridge.image.schema=1",
+		"--change", "LABEL bridge.image.schema=2",
+		"--change", "LABEL bridge.image.suite=trixie",
 		"/tmp/w/rootfs.tar", "localhost/bridge-python:latest",
 	}
 	if !slices.Equal(got, want) {
@@ -257,7 +258,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 	got := mmdebstrapArgs("bookworm", "http://m/debian", "/w/rootfs", "root", nil)
 	for _, want := range []string{
 		"--variant=essential", "--mode=root", "--format=directory",
-		"--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib",
+		"--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil",
 		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
 		"--dpkgopt=path-exclude=/usr/share/locale/*",
 	} {
@@ -294,7 +295,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 
 func TestDebootstrapArgs(t *testing.T) {
 	got := debootstrapArgs("bookworm", "http://m/debian", "/w/rootfs")
-	want := []string{"--variant=minbase", "--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib",
+	want := []string{"--variant=minbase", "--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil",
 		"bookworm", "/w/rootfs", "http://m/debian"}
 	if !slices.Equal(got, want) {
 		t.Errorf("debootstrapArgs = %q, want %q", got, want)
@@ -457,13 +458,13 @@ func TestTailBuffer(t *testing.T) {
 }
 
 func TestParseVersions(t *testing.T) {
-	v, err := parseVersions([]byte("warning\n{\"python\": \"3.11.2\", \"numpy\": \"1.24.2\", \"pandas\": \"1.5.3\", \"sklearn\": \"1.2.1\", \"matplotlib\": \"3.6.3\"}\n"))
+	v, err := ParseVersions([]byte("warning\n{\"python\": \"3.11.2\", \"numpy\": \"1.24.2\", \"pandas\": \"1.5.3\", \"sklearn\": \"1.2.1\", \"matplotlib\": \"3.6.3\", \"scipy\": \"1.10.1\", \"pillow\": \"9.4.0\"}\n"))
 	if err != nil || v["python"] != "3.11.2" || v["matplotlib"] != "3.6.3" {
-		t.Errorf("parseVersions = %v, %v", v, err)
+		t.Errorf("ParseVersions = %v, %v", v, err)
 	}
 	for _, bad := range []string{"", "not json", `{"python": "3.11.2"}`} {
-		if _, err := parseVersions([]byte(bad)); err == nil {
-			t.Errorf("parseVersions(%q) did not fail", bad)
+		if _, err := ParseVersions([]byte(bad)); err == nil {
+			t.Errorf("ParseVersions(%q) did not fail", bad)
 		}
 	}
 }
@@ -471,7 +472,7 @@ func TestParseVersions(t *testing.T) {
 func TestWriteReport(t *testing.T) {
 	var buf bytes.Buffer
 	writeReport(&buf, "localhost/bridge-python:latest", "debian", 83*time.Second, map[string]string{
-		"python": "3.11.2", "numpy": "1.24.2", "pandas": "1.5.3", "sklearn": "1.2.1", "matplotlib": "3.6.3",
+		"python": "3.11.2", "numpy": "1.24.2", "pandas": "1.5.3", "sklearn": "1.2.1", "matplotlib": "3.6.3", "scipy": "1.10.1", "pillow": "9.4.0",
 	}, 555193545)
 	want := `built localhost/bridge-python:latest with the debian method in 1m23s
   python      3.11.2
@@ -479,6 +480,8 @@ func TestWriteReport(t *testing.T) {
   pandas      1.5.3
   sklearn     1.2.1
   matplotlib  3.6.3
+  scipy       1.10.1
+  pillow      9.4.0
   size        555.2 MB (555193545 bytes)
 `
 	if buf.String() != want {
@@ -501,7 +504,7 @@ if [ "$sub" = '` + failOn + `' ]; then echo "Error: $sub failed on purpose" >&2;
 case "$sub" in
 build) [ -f "$3" ] && grep -q '^FROM ' "$3" || { echo "no Containerfile at $3" >&2; exit 1; }
   touch '` + dir + `/built' ;;
-run) echo '{"python": "3.14.0", "numpy": "2.5.5", "pandas": "3.1.1", "sklearn": "1.9.1", "matplotlib": "3.11.2"}' ;;
+run) echo '{"python": "3.14.0", "numpy": "2.5.5", "pandas": "3.1.1", "sklearn": "1.9.1", "matplotlib": "3.11.2", "scipy": "1.16.0", "pillow": "11.3.0"}' ;;
 image-inspect) case "$*" in
   *Size*) echo 1234567 ;;
   *` + BaseImage + `) echo sha256:base ;;
@@ -645,5 +648,46 @@ func TestFirstErrorLine(t *testing.T) {
 	long := strings.Repeat("x", 1000)
 	if got := lastLines(long, 1)[0]; len(got) != maxLineBytes+3 {
 		t.Errorf("long line kept %d bytes", len(got))
+	}
+}
+
+// TestTrimScriptKeepsWhatOthersNeed runs trimScript on a fake rootfs: apt's lock files and partial directories stay
+// (mmdebstrap's cleanup in unshare mode runs apt after the hook), numpy._core.tests._natype stays (numpy 2's
+// numpy.testing imports it), and everything else it targets goes.
+func TestTrimScriptKeepsWhatOthersNeed(t *testing.T) {
+	root := t.TempDir()
+	files := []string{
+		"var/lib/apt/lists/lock", "var/lib/apt/lists/partial/x", "var/lib/apt/lists/deb.debian.org_Packages",
+		"var/cache/apt/archives/lock", "var/cache/apt/archives/partial/y", "var/cache/apt/pkgcache.bin",
+		"usr/lib/python3/dist-packages/numpy/_core/tests/__init__.py",
+		"usr/lib/python3/dist-packages/numpy/_core/tests/_natype.py",
+		"usr/lib/python3/dist-packages/numpy/_core/tests/test_big.py",
+		"usr/lib/python3/dist-packages/pandas/tests/test_x.py",
+		"usr/share/doc/python3/copyright",
+	}
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := strings.ReplaceAll(trimScript(), "chown 65534:65534 workspace", "true")
+	if out, err := exec.Command("sh", "-ec", script, "hook", root).CombinedOutput(); err != nil {
+		t.Fatalf("trimScript: %v\n%s", err, out)
+	}
+	kept := map[string]bool{
+		"var/lib/apt/lists/lock": true, "var/lib/apt/lists/partial/x": true, "var/cache/apt/archives/lock": true,
+		"var/cache/apt/archives/partial/y":                            true,
+		"usr/lib/python3/dist-packages/numpy/_core/tests/__init__.py": true,
+		"usr/lib/python3/dist-packages/numpy/_core/tests/_natype.py":  true,
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(root, f))
+		if got := err == nil; got != kept[f] {
+			t.Errorf("%s exists: %v, want %v", f, got, kept[f])
+		}
 	}
 }

@@ -10,20 +10,21 @@ import (
 	"time"
 )
 
-// verifyScript runs in the built image (IMG-4): it imports the four libraries, requires Python 3.11+, and prints the
-// versions as one JSON object.
-const verifyScript = `import json, sys
-import numpy, pandas, sklearn, matplotlib
+// VerifyScript runs in a built image (IMG-4, and `bridge doctor`): it imports the libraries, requires Python 3.11+,
+// and prints the versions as one JSON object.
+const VerifyScript = `import json, sys
+import numpy, pandas, sklearn, matplotlib, scipy, PIL
 if sys.version_info < (3, 11):
     sys.exit("python %s is too old; 3.11+ is required" % sys.version.split()[0])
 print(json.dumps({"python": sys.version.split()[0], "numpy": numpy.__version__, "pandas": pandas.__version__,
-                  "sklearn": sklearn.__version__, "matplotlib": matplotlib.__version__}))
+                  "sklearn": sklearn.__version__, "matplotlib": matplotlib.__version__, "scipy": scipy.__version__,
+                  "pillow": PIL.__version__}))
 `
 
-// versionKeys orders the report lines.
-var versionKeys = []string{"python", "numpy", "pandas", "sklearn", "matplotlib"}
+// VersionKeys orders the report lines.
+var VersionKeys = []string{"python", "numpy", "pandas", "sklearn", "matplotlib", "scipy", "pillow"}
 
-// verify runs the image with VerifyArgs and verifyScript, reads its size, and writes the report to Stdout.
+// verify runs the image with VerifyArgs and VerifyScript, reads its size, and writes the report to Stdout.
 func (b *builder) verify(ctx context.Context, method string, elapsed time.Duration) error {
 	var versions map[string]string
 	err := b.step("verify image", func() error {
@@ -31,7 +32,7 @@ func (b *builder) verify(ctx context.Context, method string, elapsed time.Durati
 		if err != nil {
 			return err
 		}
-		versions, err = parseVersions(out)
+		versions, err = ParseVersions(out)
 		return err
 	})
 	if err != nil {
@@ -49,13 +50,13 @@ func (b *builder) verify(ctx context.Context, method string, elapsed time.Durati
 	return nil
 }
 
-// verifyArgv is the argv (after CLI and GlobalArgs) of the final check: verifyArgs(tag) then python3 -c verifyScript.
+// verifyArgv is the argv (after CLI and GlobalArgs) of the final check: verifyArgs(tag) then python3 -c VerifyScript.
 func verifyArgv(verifyArgs func(string) []string, tag string) []string {
-	return append(append([]string{}, verifyArgs(tag)...), "python3", "-c", verifyScript)
+	return append(append([]string{}, verifyArgs(tag)...), "python3", "-c", VerifyScript)
 }
 
-// parseVersions reads the JSON line printed by verifyScript (the last non-blank line of out).
-func parseVersions(out []byte) (map[string]string, error) {
+// ParseVersions reads the JSON line printed by VerifyScript (the last non-blank line of out).
+func ParseVersions(out []byte) (map[string]string, error) {
 	lines := lastLines(string(out), 1)
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("versions: check printed nothing")
@@ -64,7 +65,7 @@ func parseVersions(out []byte) (map[string]string, error) {
 	if err := json.Unmarshal([]byte(lines[0]), &v); err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
-	for _, k := range versionKeys {
+	for _, k := range VersionKeys {
 		if v[k] == "" {
 			return nil, fmt.Errorf("versions: %s missing in %q", k, lines[0])
 		}
@@ -88,7 +89,7 @@ func (b *builder) imageSize(ctx context.Context) (int64, error) {
 // writeReport prints the final report: the image, method and time, the versions, and the size.
 func writeReport(w io.Writer, tag, method string, elapsed time.Duration, versions map[string]string, size int64) {
 	fmt.Fprintf(w, "built %s with the %s method in %s\n", tag, method, elapsed.Round(time.Second))
-	for _, k := range versionKeys {
+	for _, k := range VersionKeys {
 		fmt.Fprintf(w, "  %-11s %s\n", k, versions[k])
 	}
 	fmt.Fprintf(w, "  %-11s %.1f MB (%d bytes)\n", "size", float64(size)/1e6, size)

@@ -25,7 +25,8 @@ const defaultSession = "default"
 
 // Render builds the tool result of r for mode, which the caller has
 // validated: "compact", "toon" or "json" (anything else renders as compact).
-// The result has one text content, the payload as an ordered
+// The result has one text content followed by the call's images (image
+// content, in the order they were made), the payload as an ordered
 // structuredContent object, and IsError set when the status is not success.
 func Render(mode string, r actors.Result) *mcp.CallToolResult {
 	v := newView(r)
@@ -49,8 +50,13 @@ func Render(mode string, r actors.Result) *mcp.CallToolResult {
 		structured = v.compact()
 		text = v.compactText()
 	}
+	content := make([]mcp.Content, 0, 1+len(r.Images))
+	content = append(content, mcp.NewTextContent(text))
+	for _, img := range r.Images {
+		content = append(content, mcp.NewImageContent(img.Data, img.MIMEType))
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(text)},
+		Content:           content,
 		StructuredContent: structured,
 		IsError:           r.Status != actors.StatusSuccess,
 	}
@@ -178,6 +184,12 @@ func (v view) appendShared(o toon.Object) toon.Object {
 	if r.Value != nil {
 		o = append(o, toon.Field{Key: "result", Value: *r.Value})
 	}
+	if len(r.Images) > 0 {
+		o = append(o, toon.Field{Key: "images", Value: len(r.Images)})
+	}
+	if len(r.ImageNotes) > 0 {
+		o = append(o, toon.Field{Key: "imageNotes", Value: r.ImageNotes})
+	}
 	if r.Error != "" {
 		o = append(o, toon.Field{Key: "error", Value: r.Error})
 	}
@@ -222,6 +234,9 @@ func (v view) compactText() string {
 			note += " (" + r.LossReason + ")"
 		}
 		parts = append(parts, note)
+	}
+	for _, n := range r.ImageNotes {
+		parts = append(parts, "note: "+n)
 	}
 	for _, n := range r.Notes {
 		parts = append(parts, "note: "+n)

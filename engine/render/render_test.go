@@ -100,13 +100,21 @@ var statusRows = []struct {
 		Truncated: true,
 		Notes:     []string{"timeout clamped to 600s (MCP_BRIDGE_MAX_TIMEOUT)"},
 	}},
+	{"13-images", actors.Result{
+		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+		Output: []actors.Chunk{out("plotted\n")},
+		Images: []actors.Image{{MIMEType: "image/png", Data: "iVBORw0KGgo="}, {MIMEType: "image/jpeg", Data: "/9j/"}},
+		ImageNotes: []string{"2 images attached",
+			"image of 2000000 bytes not attached: over MCP_BRIDGE_MAX_IMAGE_BYTES=1048576; saved to /workspace/.bridge/image-1-3.png"},
+		Notes: []string{"timeout clamped to 120s (MCP_BRIDGE_MAX_TIMEOUT)"},
+	}},
 }
 
 // goldenText is the reviewable form of a tool result.
 func goldenText(t *testing.T, res *mcp.CallToolResult) []byte {
 	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("got %d contents, want 1", len(res.Content))
+	if len(res.Content) != 1+len(imagesOf(t, res)) {
+		t.Fatalf("got %d contents, want the text and the images", len(res.Content))
 	}
 	tc, ok := res.Content[0].(mcp.TextContent)
 	if !ok || tc.Type != "text" {
@@ -136,7 +144,28 @@ func goldenText(t *testing.T, res *mcp.CallToolResult) []byte {
 	b.WriteString("\n--- structuredContent\n")
 	b.Write(ind.Bytes())
 	b.WriteString("\n")
+	for _, img := range imagesOf(t, res) {
+		b.WriteString("--- image " + img.MIMEType + " " + img.Data + "\n")
+	}
 	return b.Bytes()
+}
+
+// imagesOf returns the image contents after the first content, failing on
+// any other kind there.
+func imagesOf(t *testing.T, res *mcp.CallToolResult) []mcp.ImageContent {
+	t.Helper()
+	var out []mcp.ImageContent
+	for i, c := range res.Content {
+		if i == 0 {
+			continue
+		}
+		img, ok := c.(mcp.ImageContent)
+		if !ok || img.Type != "image" {
+			t.Fatalf("content[%d] is %#v, want image", i, c)
+		}
+		out = append(out, img)
+	}
+	return out
 }
 
 // TestGolden covers every §8.3 row in every mode (RND-3).

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bridge-mcp/bridge/engine/config"
+)
+
+// TestDoctorConfig checks the config lines of doctor: a skipped file or
+// entry FAILs and says to fix it, a self-referential skip only WARNs, an
+// unreadable dir FAILs with its cause, a missing dir and an empty one WARN
+// with what to do.
+func TestDoctorConfig(t *testing.T) {
+	tmp := t.TempDir()
+	missing := filepath.Join(tmp, "missing")
+	empty := filepath.Join(tmp, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	notDir := filepath.Join(tmp, "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		dir  string
+		set  config.Set
+		want []string
+	}{
+		{"missing dir", missing, config.Set{}, []string{"WARN config: config dir " + missing + " does not exist: create it with a *.json server file"}},
+		{"empty dir", empty, config.Set{}, []string{"WARN config: no *.json files in " + empty}},
+		{"not a dir", notDir, config.Set{Problems: []config.Problem{{File: notDir, Reason: "cannot list the config dir: not a directory"}}},
+			[]string{"FAIL config: config dir " + notDir + ": cannot list the config dir: not a directory; make it a directory you can read, or set MCP_BRIDGE_CONFIG_DIR"}},
+		{"unreadable dir", empty, config.Set{Problems: []config.Problem{{File: empty, Reason: "cannot list the config dir: permission denied"}}},
+			[]string{"FAIL config: config dir " + empty + ": cannot list the config dir: permission denied; make it a directory you can read"}},
+		{"broken file", empty, config.Set{
+			Files:    []string{"a.json", "b.json"},
+			Entries:  []config.Entry{{Name: "x", File: "a.json"}},
+			Problems: []config.Problem{{File: "b.json", Reason: "invalid JSON at line 1, column 2: unexpected end of input"}},
+		}, []string{"OK   config a.json: 1 servers", "FAIL config b.json: 0 servers; skipped: invalid JSON at line 1, column 2: unexpected end of input; fix the file"}},
+		{"broken entry", empty, config.Set{
+			Files:    []string{"a.json"},
+			Entries:  []config.Entry{{Name: "x", File: "a.json"}},
+			Problems: []config.Problem{{File: "a.json", Entry: "y", Reason: `"args" must be a list`}},
+		}, []string{`FAIL config a.json: 1 servers (x); skipped: y "args" must be a list; fix the file`}},
+		{"self-referential only", empty, config.Set{
+			Files:    []string{"a.json"},
+			Problems: []config.Problem{{File: "a.json", Entry: "me", Reason: "Skipping self-referential server 'me' in a.json"}},
+		}, []string{"WARN config a.json: 0 servers; skipped: me Skipping self-referential server"}},
+	}
+	for _, c := range cases {
+		var got []string
+		doctorConfig(c.set, Env{ConfigDir: c.dir}, func(status, name, format string, a ...any) {
+			got = append(got, fmt.Sprintf("%-4s %s: %s", status, name, fmt.Sprintf(format, a...)))
+		})
+		if len(got) != len(c.want) {
+			t.Errorf("%s: got %d lines %q, want %d", c.name, len(got), got, len(c.want))
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], c.want[i]) {
+				t.Errorf("%s: line %d\n got %s\nwant %s...", c.name, i, got[i], c.want[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/actors"
+)
+
+// scriptCLI writes an executable named name that prints stdout to stdout,
+// stderr to stderr and exits with code.
+func scriptCLI(t *testing.T, name, stdout, stderr string, code int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for f, s := range map[string]string{"out": stdout, "err": stderr} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, name)
+	script := "#!/bin/sh\ncat " + dir + "/out\ncat " + dir + "/err >&2\nexit " + string(rune('0'+code)) + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const rootlessV1Warning = `time="2026-11-23T08:56:57Z" level=warning msg="Resource limits are not supported and ignored on cgroups V1 rootless systems"` + "\n"
+
+const podmanRootlessV1 = `{"host":{"cgroupVersion":"v1","ociRuntime":{"name":"runc"},"security":{"rootless":true}},` +
+	`"store":{"graphDriverName":"vfs"},"version":{"Version":"4.3.1"}}`
+
+// TestProbeRuntime checks that the probe parses stdout only (a runtime's
+// warnings on stderr never become facts) and turns failures into one line
+// with the fix.
+func TestProbeRuntime(t *testing.T) {
+	tests := []struct {
+		name, cli, stdout, stderr string
+		code                      int
+		want                      RuntimeFacts
+		wantErr                   string
+	}{
+		{name: "podman rootless v1 with a warning on stderr", cli: "podman", stdout: podmanRootlessV1, stderr: rootlessV1Warning,
+			want: RuntimeFacts{Engine: "podman", Version: "4.3.1", Rootless: true, Cgroup: "1", Driver: "vfs", OCI: "runc"}},
+		{name: "docker rootful", cli: "docker",
+			stdout: `{"ServerVersion":"20.10.24+dfsg1","SecurityOptions":["name=seccomp,profile=default"],"CgroupVersion":"1",` +
+				`"Driver":"overlay2","DefaultRuntime":"runc","Runtimes":{"runc":{},"io.containerd.runc.v2":{}}}`,
+			want: RuntimeFacts{Engine: "docker", Version: "20.10.24+dfsg1", Cgroup: "1", Driver: "overlay2", OCI: "runc",
+				Runtimes: []string{"io.containerd.runc.v2", "runc"}}},
+		{name: "docker rootless", cli: "docker",
+			stdout: `{"ServerVersion":"27.1.0","SecurityOptions":["name=seccomp,profile=builtin","name=rootless","name=cgroupns"],"CgroupVersion":"2","Driver":"overlay2","DefaultRuntime":"runc","Runtimes":{"runc":{}}}`,
+			want:   RuntimeFacts{Engine: "docker", Version: "27.1.0", Rootless: true, Cgroup: "2", Driver: "overlay2", OCI: "runc", Runtimes: []string{"runc"}}},
+		{name: "docker daemon down", cli: "docker", stdout: `{"ServerErrors":["Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"]}`,
+			code: 1, wantErr: "docker daemon not reachable: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?; start it"},
+		{name: "docker permission denied", cli: "docker",
+			stderr: "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock\n", code: 1,
+			wantErr: "add your user to the docker group"},
+		{name: "podman machine down", cli: "podman", code: 1,
+			stderr:  "Cannot connect to Podman. Please verify your connection to the Linux system using `podman system connection list`, or try `podman machine init` and `podman machine start` to manage a new Linux VM\n",
+			wantErr: "podman machine not running: Cannot connect to Podman."},
+		{name: "podman without subuids", cli: "podman", code: 1, stderr: rootlessV1Warning +
+			"Error: cannot set up namespace using \"/usr/bin/newuidmap\": exit status 1\n",
+			wantErr: "podman info: Error: cannot set up namespace using \"/usr/bin/newuidmap\": exit status 1; give your user subuid/subgid ranges"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cli := scriptCLI(t, tt.cli, tt.stdout, tt.stderr, tt.code)
+			got := ProbeRuntime(context.Background(), cli, nil)
+			if tt.wantErr != "" {
+				if got.Err == nil || !strings.Contains(got.Err.Error(), tt.wantErr) {
+					t.Fatalf("Err = %v, want it to contain %q", got.Err, tt.wantErr)
+				}
+				if strings.Contains(got.Err.Error(), "level=warning") || strings.Contains(got.Err.Error(), "\n") {
+					t.Errorf("Err = %q, want one line without the runtime's warnings", got.Err)
+				}
+				return
+			}
+			if got.Err != nil {
+				t.Fatalf("Err = %v", got.Err)
+			}
+			if got.Engine != tt.want.Engine || got.Version != tt.want.Version || got.Rootless != tt.want.Rootless ||
+				got.Cgroup != tt.want.Cgroup || got.Driver != tt.want.Driver || got.OCI != tt.want.OCI ||
+				!slices.Equal(got.Runtimes, tt.want.Runtimes) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLimitsFallback checks RT-4: on rootless cgroup v1 the sandbox gets
+// --ulimit data=<memory bytes> and nproc bounded by the pids limit, and the
+// launcher states the warning; with enforcing cgroups neither.
+func TestLimitsFallback(t *testing.T) {
+	for _, rootless := range []bool{true, false} {
+		stdout := podmanRootlessV1
+		if !rootless {
+			stdout = strings.Replace(stdout, `"rootless":true`, `"rootless":false`, 1)
+		}
+		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m", "MCP_BRIDGE_PIDS": "100"}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
+		l := NewLauncher(env, "h/1/2", zerolog.Nop())
+		cmd, err := l.Command("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ulimits := flagValues(cmd.Argv, "--ulimit")
+		hasData := slices.Contains(ulimits, "data=268435456:268435456")
+		hasNproc := slices.Contains(ulimits, "nproc=100:100")
+		warning := LimitsWarning(l.Facts(), env)
+		if rootless && (!hasData || !hasNproc || !strings.Contains(warning, "rootless podman on cgroup v1 cannot enforce")) {
+			t.Errorf("rootless v1: ulimits %q, warning %q; want data=256m, nproc=100 and a warning", ulimits, warning)
+		}
+		if !rootless && (hasData || warning != "") {
+			t.Errorf("rootful: ulimits %q, warning %q; want no data ulimit and no warning", ulimits, warning)
+		}
+		verify := l.VerifyArgs("img")
+		if got := slices.Contains(flagValues(verify, "--ulimit"), "data=268435456:268435456"); got != rootless {
+			t.Errorf("rootless=%v: VerifyArgs has the data ulimit: %v", rootless, got)
+		}
+	}
+}
+
+// TestLimitsNoteFirstResultOfEachSession checks that where cgroups cannot
+// enforce limits, the first result of each session (and only that one)
+// carries the one-line warning, and that nothing is added elsewhere.
+func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
+	for _, rootless := range []bool{true, false} {
+		stdout := podmanRootlessV1
+		if !rootless {
+			stdout = strings.Replace(stdout, `"rootless":true`, `"rootless":false`, 1)
+		}
+		env, err := LoadEnv(envOf(nil), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
+		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
+		first := actors.Result{Session: "default", Status: actors.StatusSuccess}
+		e.limitsNote(&first)
+		if len(first.Notes) != 0 {
+			t.Errorf("before the probe: notes %q, want none", first.Notes)
+		}
+		e.Launcher.Facts()
+		var got []int
+		for _, s := range []string{"default", "default", "other", "default"} {
+			r := actors.Result{Session: s, Status: actors.StatusSuccess}
+			e.limitsNote(&r)
+			got = append(got, len(r.Notes))
+			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {
+				t.Errorf("note %q, want one warning line", r.Notes[0])
+			}
+		}
+		want := []int{0, 0, 0, 0}
+		if rootless {
+			want = []int{1, 0, 1, 0}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("rootless=%v: notes per result %v, want %v", rootless, got, want)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/bridge-mcp/bridge/actors"
+)
+
+// spillRe finds the in-session spill file a truncated result's marker names.
+var spillRe = regexp.MustCompile(`full output in (/workspace/\.bridge/output-[0-9]+\.txt)`)
+
+// maxFetchedSpill bounds what FetchSpill copies; the sandbox caps a spill
+// file at 16 MiB, so this is only a guard against a hostile session.
+const maxFetchedSpill = 64 << 20
+
+// SpillPath returns the spill file a truncated result names, "" when none.
+func SpillPath(r actors.Result) string {
+	if !r.Truncated {
+		return ""
+	}
+	for _, c := range r.Output {
+		if m := spillRe.FindStringSubmatch(c.Data); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// FetchSpill copies the spill file of a truncated result out of its session
+// to <state>/.bridge/output/ on the host and returns the host path. It must
+// run before the session ends (bridge exec removes its container when it
+// exits): it reads the file through the session itself, base64 chunks that
+// each fit under the output cap.
+func (e *Engine) FetchSpill(ctx context.Context, r actors.Result) (string, error) {
+	src := SpillPath(r)
+	if src == "" {
+		return "", errors.New("the result names no spill file")
+	}
+	chunk := (e.Env.MaxOutputBytes / 2) / 3 * 3 // base64 of it is 2/3 of the cap
+	var data []byte
+	for {
+		code := fmt.Sprintf("import base64, sys\nwith open(%q, 'rb') as f:\n    f.seek(%d)\n    sys.stdout.write(base64.b64encode(f.read(%d)).decode())",
+			src, len(data), chunk)
+		res := e.dispatcher.RunArgs(ctx, actors.Args{Code: code, Session: r.Session, Timeout: min(30, e.Env.MaxTimeout)}, time.Now())
+		if res.Status != actors.StatusSuccess || res.Truncated {
+			return "", fmt.Errorf("read %s: %s", src, strings.TrimSpace(res.Error+" "+stdoutOf(res)))
+		}
+		part, err := base64.StdEncoding.DecodeString(stdoutOf(res))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", src, err)
+		}
+		data = append(data, part...)
+		if len(part) < chunk {
+			break
+		}
+		if len(data) > maxFetchedSpill {
+			return "", fmt.Errorf("read %s: over %d MiB", src, maxFetchedSpill>>20)
+		}
+	}
+	dir := filepath.Join(e.Env.StateDir, ".bridge", "output")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, fmt.Sprintf("exec-%s-%s", time.Now().UTC().Format("20060102T150405.000"), filepath.Base(src)))
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
+
+func stdoutOf(r actors.Result) string {
+	var b strings.Builder
+	for _, c := range r.Output {
+		if c.Stream == actors.StreamStdout {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}

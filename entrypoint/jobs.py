@@ -1,0 +1,342 @@
+"""Background jobs: start now, collect later.
+
+runtime.start(code_or_coroutine_or_callable) runs work in a thread of the
+session and returns a Job at once; runtime.result(job, wait=...) in this or a
+later run_python call prints the job's new output and returns its value;
+runtime.jobs() lists them. A job outlives the call that started it (threads
+survive between calls), so a run longer than the client's request limit is
+collected by later, short calls.
+
+Whatever a job's thread writes to sys.stdout / sys.stderr goes to the job's
+own capture, never to the active call: the capture keeps a head and a tail of
+at most maxOutputBytes/2 between two collections, and once the job's output
+exceeds that cap, all of it is saved to /workspace/.bridge/job-{n}.txt
+(capped like the call spill files). The worker loads this module and calls
+install(); CaptureStream asks route() first.
+"""
+import ast
+import asyncio
+import collections
+import inspect
+import linecache
+import os
+import sys
+import threading
+import time
+
+MAX_JOBS = 32
+SPILL_DIR = "/workspace/.bridge"
+SPILL_CAP = 16 << 20
+
+_LOCAL = threading.local()  # .job: the Job whose thread this is
+_LOCK = threading.Lock()
+_JOBS = collections.OrderedDict()  # id -> Job, oldest first
+_COUNT = [0]
+_CO_COROUTINE = 0x80
+
+
+def _worker():
+    return sys.modules["worker"]
+
+
+def route(stream, text):
+    """Sends text to the capture of the job running this thread, if any;
+    False when the thread is not a job's (the active call captures it)."""
+    job = getattr(_LOCAL, "job", None)
+    if job is None:
+        return False
+    job._out.write(stream, text)
+    return True
+
+
+class _Output:
+    """One job's bounded capture: head and tail ring between collections,
+    the whole output in a spill file once it exceeds the cap."""
+
+    def __init__(self, n, limit):
+        self.path = "%s/job-%d.txt" % (SPILL_DIR, n)
+        self.limit = limit
+        self.half = limit // 2
+        self.lock = threading.Lock()
+        self.total = 0
+        self.log = []  # everything, while total <= limit
+        self.spill = None
+        self.spill_bytes = 0
+        self.spill_error = None
+        self.spill_stream = "stdout"
+        self.spill_last = "\n"
+        self._reset()
+
+    def _reset(self):
+        self.head = []
+        self.head_bytes = 0
+        self.tail = collections.deque()
+        self.tail_bytes = 0
+        self.dropped = 0
+        self.cut_stream = None
+
+    def write(self, stream, text):
+        if not text:
+            return
+        w = _worker()
+        data = text.encode("utf-8", "replace")
+        with self.lock:
+            self.total += len(data)
+            self._record(stream, text)
+            room = self.half - self.head_bytes
+            if room > 0:
+                head = data if len(data) <= room else w._cut_head(data, room)
+                self.head.append((stream, head))
+                self.head_bytes += len(head)
+                data = data[len(head):]
+            if not data:
+                return
+            if self.cut_stream is None:
+                self.cut_stream = stream
+            self.tail.append([stream, data])
+            self.tail_bytes += len(data)
+            while self.tail_bytes > self.half:
+                extra = self.tail_bytes - self.half
+                first = self.tail[0]
+                if len(first[1]) <= extra:
+                    self.tail.popleft()
+                    cut = len(first[1])
+                else:
+                    kept = w._cut_tail(first[1], len(first[1]) - extra)
+                    cut = len(first[1]) - len(kept)
+                    first[1] = kept
+                self.tail_bytes -= cut
+                self.dropped += cut
+
+    def _record(self, stream, text):
+        if self.spill is None and self.spill_error is None:
+            if self.total <= self.limit:
+                self.log.append((stream, text))
+                return
+            try:
+                os.makedirs(SPILL_DIR, exist_ok=True)
+                self.spill = open(self.path, "w", encoding="utf-8", errors="replace")
+            except OSError as e:
+                self.spill_error = e.strerror or str(e)
+                self.log = []
+                return
+            log, self.log = self.log, []
+            for s, t in log:
+                self._spill_write(s, t)
+        if self.spill is not None:
+            self._spill_write(stream, text)
+
+    def _spill_write(self, stream, text):
+        try:
+            if stream != self.spill_stream:
+                # Stream switches are marked as in the call spill files.
+                text = ("" if self.spill_last == "\n" else "\n") + stream + ":\n" + text
+                self.spill_stream = stream
+            room = SPILL_CAP - self.spill_bytes
+            if len(text) > room:
+                self.spill.write(text[:max(room, 0)])
+                raise OSError("the saved output is capped at %d MiB" % (SPILL_CAP >> 20))
+            self.spill.write(text)
+            self.spill.flush()
+            self.spill_bytes += len(text)
+            self.spill_last = text[-1:]
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            try:
+                self.spill.close()
+            except OSError:
+                pass
+            self.spill = None
+
+    def drain(self):
+        """The output since the last drain as (stream, text) runs, with an
+        omission marker where the middle was cut."""
+        with self.lock:
+            out = [(s, b.decode("utf-8", "replace")) for s, b in self.head]
+            if self.dropped:
+                marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.path)
+                if self.spill_error is not None:
+                    marker += "; full output not saved: " + self.spill_error
+                last = out[-1][1][-1:] if out else ""
+                out.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
+            out.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
+            self._reset()
+            return out
+
+    def close(self):
+        with self.lock:
+            if self.spill is not None:
+                try:
+                    self.spill.close()
+                except OSError:
+                    pass
+
+
+class Job:
+    """A background job: what runtime.start() returns and runtime.result() takes."""
+
+    def __init__(self, n, limit):
+        self.id = "job-%d" % n
+        self._n = n
+        self._out = _Output(n, limit)
+        self._started = time.monotonic()
+        self._ended = None
+        self._finished = threading.Event()
+        self._value = None
+        self._error = None
+
+    @property
+    def running(self):
+        return not self._finished.is_set()
+
+    def __repr__(self):
+        if self.running:
+            return "<Job %s: running for %.1fs; collect with runtime.result(%r, wait=...)>" % (
+                self.id, time.monotonic() - self._started, self.id)
+        took = self._ended - self._started
+        if self._error is not None:
+            return "<Job %s: failed after %.1fs: %s>" % (self.id, took, _worker()._error_text(self._error))
+        return "<Job %s: done in %.1fs>" % (self.id, took)
+
+    def _run(self, target):
+        _LOCAL.job = self
+        try:
+            self._value = target()
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                self._error = e
+        except BaseException as e:
+            _worker()._filter_tb(e)
+            self._error = e
+        finally:
+            _LOCAL.job = None
+            self._out.close()
+            self._ended = time.monotonic()
+            self._finished.set()
+
+
+def _code_target(code, n, ns):
+    filename = "<job-%d>" % n
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    tree = ast.parse(code, filename, "exec")
+    name = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        name = "__bridge_job_%d__" % n
+        expr = tree.body[-1]
+        tree.body[-1] = ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=expr.value), expr)
+        ast.fix_missing_locations(tree)
+    co = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+    def target():
+        if co.co_flags & _CO_COROUTINE:
+            _run_coroutine(eval(co, ns))
+        else:
+            exec(co, ns)
+        return ns.pop(name, None) if name else None
+    return target
+
+
+def _run_coroutine(coro):
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def start(work, *args, **kwargs):
+    """Starts work in the background and returns a Job at once. work is code
+    (a string, run in the session's globals like a cell; its last expression
+    is the value), a coroutine, or a callable called with args and kwargs
+    (awaited when it returns an awaitable). Collect it with
+    runtime.result(job) in this or a later call; it ends with the session."""
+    rt = sys.modules["mcp.runtime"]
+    if isinstance(work, str):
+        pass
+    elif inspect.iscoroutine(work):
+        if args or kwargs:
+            raise rt.MCPError("start(coroutine) takes no further arguments")
+    elif not callable(work):
+        raise rt.MCPError("start() takes code (a string), a coroutine or a callable, not %s" % type(work).__name__)
+    with _LOCK:
+        _COUNT[0] += 1
+        n = _COUNT[0]
+    # Built before the job is registered: a SyntaxError leaves no job behind.
+    if isinstance(work, str):
+        target = _code_target(work, n, sys.modules["__main__"].__dict__)
+    elif inspect.iscoroutine(work):
+        def target():
+            return _run_coroutine(work)
+    else:
+        def target():
+            value = work(*args, **kwargs)
+            if inspect.isawaitable(value):
+                async def wrap():
+                    return await value
+                value = _run_coroutine(wrap())
+            return value
+    with _LOCK:
+        _forget_finished()
+        if len(_JOBS) >= MAX_JOBS:
+            raise rt.MCPError("Too many background jobs (%d running); collect or wait for one" % MAX_JOBS)
+        # Half the call cap, so a collection's head, marker and tail fit
+        # within the collecting call's own cap.
+        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2)
+        _JOBS[job.id] = job
+    threading.Thread(target=job._run, args=(target,), name=job.id, daemon=True).start()
+    return job
+
+
+def _forget_finished():
+    """Drops finished jobs, oldest first, while the registry is full."""
+    for jid in [j for j, job in _JOBS.items() if not job.running]:
+        if len(_JOBS) < MAX_JOBS:
+            return
+        del _JOBS[jid]
+
+
+def _lookup(job):
+    rt = sys.modules["mcp.runtime"]
+    if isinstance(job, Job):
+        return job
+    key = "job-%d" % job if isinstance(job, int) and not isinstance(job, bool) else job
+    with _LOCK:
+        found = _JOBS.get(key) if isinstance(key, str) else None
+    if found is None:
+        raise rt.MCPError("No background job %r; runtime.jobs() lists them" % (job,))
+    return found
+
+
+def result(job, wait=0):
+    """Prints the job's output since the last collection and returns its
+    value once it has finished (re-raising its exception); while it runs,
+    returns the Job. wait: seconds to wait for it to finish first (None:
+    until it finishes; the call's timeout still applies)."""
+    job = _lookup(job)
+    if wait is None or wait > 0:
+        job._finished.wait(wait)
+    for stream, text in job._out.drain():
+        getattr(sys, stream).write(text)
+    if job.running:
+        return job
+    if job._error is not None:
+        raise job._error
+    return job._value
+
+
+def jobs():
+    """Every background job this session knows, oldest first."""
+    with _LOCK:
+        return list(_JOBS.values())
+
+
+def install(rt):
+    """Adds start, result and jobs to mcp.runtime."""
+    for fn in (start, result, jobs):
+        setattr(rt, fn.__name__, fn)
+        if fn.__name__ not in rt.__all__:
+            rt.__all__.append(fn.__name__)
+    rt.Job = Job
