@@ -404,8 +404,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return callDone{result: r, sb: sb, reset: reset}
 	}
 
-	// The start of a container counts against the start timeout only.
+	// The start of a container counts against the start timeout only
+	// (TMO-1): the call's deadline moves by the time the start took.
+	acquired := time.Now()
 	sb, prior, err := s.acquire(ctx, sb)
+	callDeadline := req.Deadline.Add(time.Since(acquired))
 	if prior != "" {
 		loss = prior
 	}
@@ -414,7 +417,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, nil, false)
 	}
 	call := &activeCall{
-		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: req.Deadline, ToolCalls: new(atomic.Int64)},
+		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 	}
@@ -440,7 +443,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		replies <- reply{r, err}
 	}()
 
-	deadline := time.NewTimer(time.Until(req.Deadline))
+	deadline := time.NewTimer(time.Until(callDeadline))
 	defer deadline.Stop()
 	var (
 		grace, linger      <-chan time.Time
