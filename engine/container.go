@@ -238,11 +238,15 @@ func (l *Launcher) RemoveArgv(name string) []string {
 	if name == "" || l.Local() {
 		return nil
 	}
-	cli, _, _, err := l.resolve()
+	cli, podman, _, err := l.resolve()
 	if err != nil {
 		return nil
 	}
-	return append(append([]string{cli}, l.GlobalArgs()...), "rm", "-f", "-t", "0", name)
+	argv := append(append([]string{cli}, l.GlobalArgs()...), "rm", "-f")
+	if podman {
+		argv = append(argv, "-t", "0") // docker rm has no stop timeout: -f kills at once
+	}
+	return append(argv, name)
 }
 
 // StartError turns the CLI's stderr before the ready frame into the

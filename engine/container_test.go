@@ -574,3 +574,21 @@ func TestBridgePidOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveArgv checks the removal command per runtime: docker rm has no
+// -t (a stop timeout), and passing it made every docker removal fail.
+func TestRemoveArgv(t *testing.T) {
+	for _, tt := range []struct {
+		cli  string
+		want []string
+	}{
+		{"podman", []string{"rm", "-f", "-t", "0", "box"}},
+		{"docker", []string{"rm", "-f", "box"}},
+	} {
+		l, cli := testLauncher(t, tt.cli, nil)
+		got := l.RemoveArgv("box")
+		if len(got) == 0 || got[0] != cli || !slices.Equal(got[len(got)-len(tt.want):], tt.want) || slices.Contains(got, "-t") != (tt.cli == "podman") {
+			t.Errorf("%s: RemoveArgv = %q, want %q after the CLI and global flags", tt.cli, got, tt.want)
+		}
+	}
+}
