@@ -266,7 +266,7 @@ func (s *sandbox) startWatchdog() {
 		s.log.Debug().Err(err).Msg("no container watchdog")
 		return
 	}
-	cmd := exec.Command("sh", append([]string{"-c", `read -r _ || exec "$@" >/dev/null 2>&1`, "sh"}, argv...)...)
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `read -r _ || exec "$@" >/dev/null 2>&1`, "sh"}, argv...)...)
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // no parent-death signal: it must outlive the bridge
 	err = cmd.Start()

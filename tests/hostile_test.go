@@ -390,7 +390,14 @@ func TestHostileSupervisorKilled(t *testing.T) {
 	}
 	sc = structured(t, b.run("blob = b'x' * (600 * 1024 * 1024)"))
 	want := "memory limit exceeded (MCP_BRIDGE_MEMORY=128m); the session was restarted"
-	if sc["error"] != want || sc["exitCode"] != 137.0 {
+	if !cgroupLimits(t) {
+		// Rootless cgroup v1: --ulimit data stops the bomb in the cell (RT-4);
+		// what matters here is that nothing claims an OOM kill.
+		want = "MemoryError"
+		if sc["error"] != want {
+			t.Errorf("memory bomb: %v, want error %q", sc, want)
+		}
+	} else if sc["error"] != want || sc["exitCode"] != 137.0 {
 		t.Errorf("memory bomb: %v, want error %q, exitCode 137", sc, want)
 	}
 	sc = structured(t, b.run("import os\nos._exit(99)"))
