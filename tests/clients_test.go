@@ -288,3 +288,25 @@ func TestToolEntryMetaAndInventory(t *testing.T) {
 		t.Errorf("inventory description = %q", desc)
 	}
 }
+
+// TestAutoModeDropsStructuredForImages: in the default auto mode a generic
+// client keeps structuredContent on a text result, but a result carrying a
+// figure is sent without it, so clients that prefer structuredContent still
+// show the image (issue 15).
+func TestAutoModeDropsStructuredForImages(t *testing.T) {
+	requirePodman(t)
+	b := startBridgeAs(t, nil, []string{"run"}, "bridge-e2e")
+	if r := b.run("print('hi')"); r.StructuredContent == nil {
+		t.Errorf("text result: structuredContent missing, want it kept for a generic client")
+	}
+	r := b.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+	images := 0
+	for _, c := range r.Content {
+		if _, ok := c.(mcp.ImageContent); ok {
+			images++
+		}
+	}
+	if images != 1 || r.StructuredContent != nil {
+		t.Errorf("figure result: %d image blocks, structuredContent present = %v; want 1 image and no structuredContent", images, r.StructuredContent != nil)
+	}
+}
