@@ -379,7 +379,12 @@ func TestWatchReload(t *testing.T) {
 	b.mustOK("await mcp_keep.counter()\nawait mcp_edit.counter()\nawait mcp_gone.counter()", "keep", "edit", "gone")
 	keepPid, editPid := pidOf(pidfile("keep")), pidOf(pidfile("edit"))
 
-	// A call in flight to a server that is then removed fails clearly.
+	// A call in flight to a server that is then removed fails clearly. Its
+	// session is started first, so the call is in flight (not waiting for a
+	// container) when the configuration changes.
+	if r := b.call(map[string]any{"code": "1", "servers": []string{"gone"}, "session": "inflight", "timeout": 60}); r.IsError {
+		t.Fatalf("warming the in-flight session: %s", text(t, r))
+	}
 	inflight := make(chan string, 1)
 	go func() {
 		r := b.call(map[string]any{"code": "await mcp_gone.sleep(20)", "servers": []string{"gone"}, "session": "inflight", "timeout": 60})

@@ -336,6 +336,17 @@ print('done')`, "timeout": 110})
 	used := cpuSeconds(t, pid) - cpu
 	peak := procStatus(t, pid, "VmHWM")
 	t.Logf("stderr flood: %s; bridge CPU %.1f s, VmHWM %d -> %d MiB", strings.TrimSpace(text(t, r)), used, before>>10, peak>>10)
+	if os.Geteuid() == 0 && testRuntime() == "podman" {
+		// Rootful podman runs each session in its own user namespace: the
+		// container's stderr pipe belongs to an unmapped host uid, so the
+		// reopen is refused and this vector is closed. The flood itself is
+		// run by the rootless podman and Docker subsets of CI.
+		if !strings.Contains(text(t, r), "PermissionError: [Errno 13] Permission denied: '/proc/") {
+			t.Fatalf("rootful podman: reopening the supervisor's stderr was not refused: %s", text(t, r))
+		}
+		b.expectText("print('alive')", "alive", false)
+		return
+	}
 	if r.IsError || !strings.HasPrefix(text(t, r), "done") {
 		t.Fatalf("flood call: %s", text(t, r))
 	}
