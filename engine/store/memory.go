@@ -166,19 +166,7 @@ func (s *Store) MemoryDelete(key string) (bool, error) {
 	if err := checkKey(key); err != nil {
 		return false, err
 	}
-	deleted := false
-	err := s.locked(s.MemoryDir(), func() error {
-		err := os.Remove(s.memoryPath(key))
-		if isNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			return diskError(err)
-		}
-		deleted = true
-		return nil
-	})
-	return deleted, err
+	return s.removeLocked(s.MemoryDir(), s.memoryPath(key))
 }
 
 // MemoryList describes every memory, sorted by key; unreadable files are

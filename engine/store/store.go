@@ -160,3 +160,20 @@ var (
 	keyRe  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 	nameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 )
+
+// removeLocked removes path under dir's lock and reports whether it existed.
+func (s *Store) removeLocked(dir, path string) (bool, error) {
+	deleted := false
+	err := s.locked(dir, func() error {
+		err := os.Remove(path)
+		if isNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return diskError(err)
+		}
+		deleted = true
+		return nil
+	})
+	return deleted, err
+}

@@ -140,17 +140,5 @@ func (s *Store) DeleteTool(name string) (bool, error) {
 	if !nameRe.MatchString(name) {
 		return false, invalid("Invalid tool name '%s': use a Python identifier of at most 64 characters", shown(name))
 	}
-	deleted := false
-	err := s.locked(s.ToolsDir(), func() error {
-		err := os.Remove(s.toolPath(name))
-		if isNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			return diskError(err)
-		}
-		deleted = true
-		return nil
-	})
-	return deleted, err
+	return s.removeLocked(s.ToolsDir(), s.toolPath(name))
 }
