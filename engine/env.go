@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,19 @@ func (r *envReader) boolean(name string) bool {
 }
 
 // noDash rejects values that would be read as a flag if they reached argv (CTR-2).
+// choice reads an enumerated var, case-insensitively: "" gives def, and a
+// value outside valid fails with want as the hint.
+func (r *envReader) choice(name, def, want string, valid ...string) string {
+	v := strings.ToLower(r.str(name))
+	if v == "" {
+		return def
+	}
+	if !slices.Contains(valid, v) {
+		r.fail(name, want)
+	}
+	return v
+}
+
 func (r *envReader) noDash(name, s string) string {
 	if strings.HasPrefix(s, "-") {
 		r.fail(name, "a value that does not start with '-'")
@@ -188,13 +202,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	}
 	e.ServersConfig = r.str("MCP_SERVERS_CONFIG")
 
-	switch e.OutputMode = strings.ToLower(r.str("MCP_BRIDGE_OUTPUT_MODE")); e.OutputMode {
-	case "":
-		e.OutputMode = "compact"
-	case "compact", "toon", "json":
-	default:
-		r.fail("MCP_BRIDGE_OUTPUT_MODE", "compact, toon or json")
-	}
+	e.OutputMode = r.choice("MCP_BRIDGE_OUTPUT_MODE", "compact", "compact, toon or json", "compact", "toon", "json")
 	e.LogLevel = zerolog.InfoLevel
 	if lvl := r.str("MCP_BRIDGE_LOG_LEVEL"); lvl != "" {
 		l, ok := parseLogLevel(lvl)
@@ -203,13 +211,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		}
 		e.LogLevel = l
 	}
-	switch e.LogFormat = strings.ToLower(r.str("MCP_BRIDGE_LOG_FORMAT")); e.LogFormat {
-	case "":
-		e.LogFormat = "auto"
-	case "auto", "console", "json":
-	default:
-		r.fail("MCP_BRIDGE_LOG_FORMAT", "auto, console or json")
-	}
+	e.LogFormat = r.choice("MCP_BRIDGE_LOG_FORMAT", "auto", "auto, console or json", "auto", "console", "json")
 	e.OCIRuntime = r.noDash("MCP_BRIDGE_OCI_RUNTIME", r.str("MCP_BRIDGE_OCI_RUNTIME"))
 	e.MaxFrameBytes = r.intRange("MCP_BRIDGE_MAX_FRAME_BYTES", 16<<20, 1<<20, math.MaxInt32)
 	e.MaxOutputBytes = r.intRange("MCP_BRIDGE_MAX_OUTPUT_BYTES", 32768, 1024, e.MaxFrameBytes)
@@ -233,13 +235,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		e.ConfigSources = srcs
 	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
-	switch e.Structured = strings.ToLower(r.str("MCP_BRIDGE_STRUCTURED")); e.Structured {
-	case "":
-		e.Structured = "auto"
-	case "auto", "always", "never":
-	default:
-		r.fail("MCP_BRIDGE_STRUCTURED", "auto, always or never")
-	}
+	e.Structured = r.choice("MCP_BRIDGE_STRUCTURED", "auto", "auto, always or never", "auto", "always", "never")
 	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")
 	switch e.ToolInventory = strings.ToLower(r.str("MCP_BRIDGE_TOOL_INVENTORY")); e.ToolInventory {
 	case "", "names":
