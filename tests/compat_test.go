@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,12 +30,7 @@ func (b *bridge) mustRun(code string, args map[string]any) string {
 // callAsync runs run_python from any goroutine: it returns the text and an
 // error instead of failing the test.
 func (b *bridge) callAsync(args map[string]any) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "run_python"
-	req.Params.Arguments = args
-	res, err := b.c.CallTool(ctx, req)
+	res, err := b.callArgsWithin(120*time.Second, args)
 	if err != nil {
 		return "", err
 	}
