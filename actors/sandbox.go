@@ -27,6 +27,9 @@ type SandboxCommand struct {
 	Argv []string
 	Name string // container name; "" for the local backend
 	Dir  string // working directory of the process; "" inherits the bridge's
+	// Release frees what the launcher reserved for this container (its id
+	// map); called once, after the container is gone. nil for nothing.
+	Release func()
 }
 
 // Launcher starts and removes sandbox processes; the engine implements it.
@@ -87,9 +90,12 @@ type sandbox struct {
 	name    string // container name
 	session string
 	proc    *process
-	conn    *jsonrpc2.Conn
-	log     zerolog.Logger
-	stderr  *tailBuffer
+	// releaseCmd frees the launcher's reservation (SandboxCommand.Release)
+	// once close is done.
+	releaseCmd func()
+	conn       *jsonrpc2.Conn
+	log        zerolog.Logger
+	stderr     *tailBuffer
 
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
@@ -165,8 +171,11 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cmdSpec.Release == nil {
+		cmdSpec.Release = func() {}
+	}
 	s := &sandbox{
-		cfg: cfg, name: cmdSpec.Name, session: session,
+		cfg: cfg, name: cmdSpec.Name, session: session, releaseCmd: cmdSpec.Release,
 		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
 		stderr:   newTailBuffer(50, 8<<10),
 		ready:    make(chan struct{}),
@@ -196,6 +205,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		for _, f := range files {
 			f.Close()
 		}
+		cmdSpec.Release()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
@@ -214,6 +224,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	if err != nil {
 		s.conn.Close()
 		errR.Close()
+		cmdSpec.Release()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
 	s.exited = s.proc.exited
@@ -429,6 +440,9 @@ func (s *sandbox) close() {
 		}
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
+		// The container is removed (or its removal timed out and the
+		// watchdog, which close waited for, tried once more).
+		s.releaseCmd()
 	})
 }
 

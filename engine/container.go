@@ -50,7 +50,7 @@ type ArgvSpec struct {
 	Mounts  []Mount
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
-	UserNS  string // --userns value, e.g. "auto" (rootful podman); "" adds none
+	IDMap   *IDMap // per-session user namespace (rootful podman); nil adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -77,8 +77,8 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Seccomp != "" {
 		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
 	}
-	if s.UserNS != "" {
-		a = append(a, "--userns", s.UserNS)
+	if m := s.IDMap; m != nil {
+		a = append(a, "--uidmap", fmt.Sprintf("0:%d:%d", m.UID, idBlockSize), "--gidmap", fmt.Sprintf("0:%d:%d", m.GID, idBlockSize))
 	}
 	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
@@ -127,8 +127,8 @@ type Launcher struct {
 	probed    atomic.Bool  // facts are set
 
 	confineOnce sync.Once
-	seccomp     string // profile path for --security-opt seccomp=; "" for the runtime's default
-	userns      string // --userns value; "" for none
+	seccomp     string    // profile path for --security-opt seccomp=; "" for the runtime's default
+	ids         *idBlocks // per-session id maps; nil for none
 	confineErr  error
 }
 
@@ -200,21 +200,30 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	if err != nil {
 		return actors.SandboxCommand{}, err
 	}
-	seccomp, userns, err := l.confinement(podman)
+	seccomp, ids, err := l.confinement(podman)
 	if err != nil {
 		return actors.SandboxCommand{}, err
+	}
+	var idmap *IDMap
+	release := func() {}
+	if ids != nil {
+		m, rel, err := ids.acquire()
+		if err != nil {
+			return actors.SandboxCommand{}, err
+		}
+		idmap, release = &m, rel
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
 		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, UserNS: userns,
+		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, IDMap: idmap,
 		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
 	}
 	fallbackLimits(l.Facts(), l.env, &spec)
 	argv := ContainerArgv(spec)
-	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir()}, nil
+	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir(), Release: release}, nil
 }
 
 // Remove force-removes a container by name (CLN-4), bounded by ctx.
@@ -345,12 +354,14 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 // with every production flag, for image checks (IMG-4).
 func (l *Launcher) VerifyArgs(img string) []string {
 	cli, podman, oci, _ := l.resolve()
-	seccomp, userns, _ := l.confinement(podman)
+	// No id map: a block is held for a container's life, and this argv
+	// outlives the call. The check container runs as the image's 65534.
+	seccomp, _, _ := l.confinement(podman)
 	spec := ArgvSpec{
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-		Seccomp: seccomp, UserNS: userns,
+		Seccomp: seccomp,
 	}
 	fallbackLimits(l.Facts(), l.env, &spec)
 	argv := ContainerArgv(spec)

@@ -36,7 +36,7 @@ func baseSpec() ArgvSpec {
 		Nproc:     1024,
 		Bootstrap: goldenBootstrap,
 		Seccomp:   "/home/u/MCPs/.bridge/seccomp-0123456789ab.json",
-		UserNS:    "auto",
+		IDMap:     &IDMap{UID: 2147483647, GID: 2147549183},
 	}
 }
 
@@ -44,7 +44,7 @@ func dockerSpec() ArgvSpec {
 	s := baseSpec()
 	s.CLI = "/usr/bin/docker"
 	s.Podman = false
-	s.UserNS = ""
+	s.IDMap = nil
 	return s
 }
 
@@ -63,18 +63,18 @@ var argvCases = []struct {
 	}},
 	{"podman-runsc", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime, s.UserNS = "runsc", ""
+		s.OCIRuntime, s.IDMap = "runsc", nil
 		return s
 	}},
 	{"podman-runsc-path-cpus", func() ArgvSpec {
 		s := baseSpec()
-		s.OCIRuntime, s.CPUs, s.UserNS = "/usr/local/bin/runsc", "2", ""
+		s.OCIRuntime, s.CPUs, s.IDMap = "/usr/local/bin/runsc", "2", nil
 		return s
 	}},
 	// Rootless podman with MCP_BRIDGE_SECCOMP=runtime: neither flag.
 	{"podman-rootless-runtime-seccomp", func() ArgvSpec {
 		s := baseSpec()
-		s.Seccomp, s.UserNS = "", ""
+		s.Seccomp, s.IDMap = "", nil
 		return s
 	}},
 	{"podman-crun-low-limits", func() ArgvSpec {
@@ -96,7 +96,7 @@ var argvCases = []struct {
 	// Opt-in host folders (MCP_BRIDGE_MOUNTS), the only cases with mounts.
 	{"podman-mounts-rootless", func() ArgvSpec {
 		s := baseSpec()
-		s.Mounts, s.KeepID = goldenMounts, true
+		s.Mounts, s.KeepID, s.IDMap = goldenMounts, true, nil // rootless: no id map
 		return s
 	}},
 	{"podman-mounts-rootful", func() ArgvSpec {
@@ -235,12 +235,18 @@ func TestContainerArgvInvariants(t *testing.T) {
 			if got := flagValues(flags, "--security-opt"); !slices.Equal(got, wantSecOpt) {
 				t.Errorf("--security-opt values %q, want %q", got, wantSecOpt)
 			}
-			var wantUserNS []string
-			if s.UserNS != "" {
-				wantUserNS = []string{s.UserNS}
+			var wantUID, wantGID []string
+			if m := s.IDMap; m != nil {
+				wantUID, wantGID = []string{fmt.Sprintf("0:%d:65536", m.UID)}, []string{fmt.Sprintf("0:%d:65536", m.GID)}
 			}
-			if got := flagValues(flags, "--userns"); !slices.Equal(got, wantUserNS) {
-				t.Errorf("--userns values %q, want %q", got, wantUserNS)
+			if got := flagValues(flags, "--uidmap"); !slices.Equal(got, wantUID) {
+				t.Errorf("--uidmap values %q, want %q", got, wantUID)
+			}
+			if got := flagValues(flags, "--gidmap"); !slices.Equal(got, wantGID) {
+				t.Errorf("--gidmap values %q, want %q", got, wantGID)
+			}
+			if got := flagValues(flags, "--userns"); s.Mounts == nil && len(got) != 0 {
+				t.Errorf("--userns values %q, want none", got)
 			}
 			if mem, swap := flagValues(flags, "--memory"), flagValues(flags, "--memory-swap"); !slices.Equal(mem, swap) {
 				t.Errorf("--memory %q != --memory-swap %q", mem, swap)

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // The sandbox's seccomp profile (docs/SECURITY.md "Seccomp profile"). A
@@ -265,13 +263,13 @@ func writeSeccompProfile(stateDir string) (string, error) {
 }
 
 // confinement returns the seccomp profile file for --security-opt (""
-// with MCP_BRIDGE_SECCOMP=runtime) and the --userns value, computed once.
-// Rootful podman gets --userns auto when /etc/subuid and /etc/subgid have a
-// range for the "containers" user, so every session has its own host uids
-// (keyrings, RLIMIT_NPROC and inotify limits are per user). gVisor (runsc)
-// keeps those per sandbox in its own kernel; rootless podman and docker
-// are described in docs/SECURITY.md.
-func (l *Launcher) confinement(podman bool) (seccomp, userns string, err error) {
+// with MCP_BRIDGE_SECCOMP=runtime) and the id blocks for per-session user
+// namespaces, computed once. Rootful podman gets id blocks when
+// /etc/subuid and /etc/subgid have a range for the "containers" user, so
+// every session has its own host uids (keyrings, RLIMIT_NPROC and inotify
+// limits are per user). gVisor (runsc) keeps those per sandbox in its own
+// kernel; rootless podman and docker are described in docs/SECURITY.md.
+func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err error) {
 	l.confineOnce.Do(func() {
 		switch s := l.env.Seccomp; s {
 		case "":
@@ -286,30 +284,12 @@ func (l *Launcher) confinement(podman bool) (seccomp, userns string, err error) 
 		if !podman || os.Geteuid() != 0 || filepath.Base(l.env.OCIRuntime) == "runsc" {
 			return
 		}
-		if hasSubIDs("/etc/subuid", "containers") && hasSubIDs("/etc/subgid", "containers") {
-			l.userns = "auto"
+		if b, ok := newIDBlocks("/etc/subuid", "/etc/subgid", idBlockDir()); ok {
+			l.ids = b
 			return
 		}
 		l.log.Warn().Msg("rootful podman: /etc/subuid and /etc/subgid have no range for user 'containers', so every " +
 			"session runs as the same host uid; add 'containers:2147483647:2147483648' to both files for a user namespace per session")
 	})
-	return l.seccomp, l.userns, l.confineErr
-}
-
-// hasSubIDs reports whether file (/etc/subuid or /etc/subgid) has a range
-// for user.
-func hasSubIDs(file, user string) bool {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Split(strings.TrimSpace(line), ":")
-		if len(f) == 3 && f[0] == user {
-			if n, err := strconv.ParseUint(f[2], 10, 32); err == nil && n >= 65536 {
-				return true
-			}
-		}
-	}
-	return false
+	return l.seccomp, l.ids, l.confineErr
 }

@@ -195,36 +195,9 @@ func TestLauncherSeccomp(t *testing.T) {
 			if got, want := flagValues(cmd.Argv, "--security-opt"), tt.want(state); !slices.Equal(got, want) {
 				t.Errorf("--security-opt values %q, want %q", got, want)
 			}
-			if got := flagValues(cmd.Argv, "--userns"); len(got) != 0 {
-				t.Errorf("docker argv has --userns %q", got)
+			if got := flagValues(cmd.Argv, "--uidmap"); len(got) != 0 {
+				t.Errorf("docker argv has --uidmap %q", got)
 			}
 		})
-	}
-}
-
-// TestHasSubIDs checks the /etc/subuid parsing that decides --userns auto.
-func TestHasSubIDs(t *testing.T) {
-	tests := []struct {
-		content string
-		want    bool
-	}{
-		{"containers:2147483647:2147483648\n", true},
-		{"alice:100000:65536\ncontainers:200000:65536\n", true},
-		{"containers:200000:1024\n", false}, // too small for uid 65534
-		{"alice:100000:65536\n", false},
-		{"# containers:1:65536\ncontainers\n", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		path := filepath.Join(t.TempDir(), "subuid")
-		if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := hasSubIDs(path, "containers"); got != tt.want {
-			t.Errorf("hasSubIDs(%q) = %v, want %v", tt.content, got, tt.want)
-		}
-	}
-	if hasSubIDs(filepath.Join(t.TempDir(), "none"), "containers") {
-		t.Errorf("a missing file has ranges")
 	}
 }

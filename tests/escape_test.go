@@ -234,7 +234,7 @@ print(json.dumps({"uid": uid, "host_uid": host}))
 
 // TestEscapeSessionsDistinctHostUIDs: uid 65534 inside is never the host's
 // own 65534. On rootful podman each session is in its own user namespace
-// (--userns auto), so two sessions have two different host uids. Rootless
+// (--uidmap/--gidmap from the containers range), so two sessions have two different host uids. Rootless
 // podman maps every session of the user to the same uid of the user's
 // subuid range (docs/SECURITY.md "User namespaces"): checked here is that
 // it is neither the host's 65534 nor the user's own uid.

@@ -367,7 +367,7 @@ func TestMounts(t *testing.T) {
 	}
 	st, _ := os.Stat(filepath.Join(rw, "result.csv"))
 	// Rootless: the user's own uid (keep-id). Rootful: the container user's
-	// host uid, 65534 or the session's --userns auto uid; never root.
+	// host uid, 65534 or the session's own mapped uid; never root.
 	uid := st.Sys().(*syscall.Stat_t).Uid
 	if euid := uint32(os.Geteuid()); (euid != 0 && uid != euid) || (euid == 0 && uid == 0) {
 		t.Errorf("file written through the rw mount is owned by uid %d (bridge euid %d)", uid, euid)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ func TestCancellation(t *testing.T) {
 func TestBusySession(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, nil)
+	// A warm session: the first call runs at once instead of waiting for a
+	// container, which a slow start could make outlast the second call.
+	b.mustOK("0")
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -128,5 +132,29 @@ func TestModernEra(t *testing.T) {
 		"_meta": meta, "name": "run_python", "arguments": map[string]any{"code": "print(6*7)"}}})
 	if raw, _ := json.Marshal(call["result"]); !strings.Contains(string(raw), `"text":"42"`) {
 		t.Fatalf("tools/call: %v", call)
+	}
+}
+
+// TestConcurrentSessionStarts: eight sessions whose containers all start at
+// once each answer. podman 4.3's --userns auto deadlocked here (every start
+// hung until the start timeout); the bridge's own id blocks do not.
+func TestConcurrentSessionStarts(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, nil)
+	const n = 8
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = b.callAsync(map[string]any{"code": fmt.Sprintf("print(%d)", i), "session": fmt.Sprintf("s%d", i), "timeout": 60})
+		}()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if want := fmt.Sprint(i); g != want {
+			t.Errorf("session s%d = %q, want %q", i, g, want)
+		}
 	}
 }

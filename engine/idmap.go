@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// idBlockSize is the number of host uids (and gids) one container gets:
+// enough for every uid of the image (65534 is the sandbox user).
+const idBlockSize = 65536
+
+// IDMap is one container's user-namespace mapping (rootful podman): uid and
+// gid 0..65535 inside map to UID.. and GID.. on the host.
+type IDMap struct {
+	UID, GID uint32
+}
+
+// idBlocks hands out per-container blocks of host uids and gids from the
+// "containers" ranges of /etc/subuid and /etc/subgid, so every session of
+// rootful podman runs as its own host uid (keyrings, RLIMIT_NPROC and
+// inotify limits are per user).
+//
+// It replaces podman's --userns auto, which does the same job but
+// deadlocks podman 4.3 (Debian 12) when four containers start at once: the
+// auto allocation takes the storage locks in an order that other starting
+// containers invert.
+//
+// Invariant: a block is in use exactly while some process holds an flock
+// on <dir>/<index>.lock; the kernel drops it when that process dies, so a
+// crashed bridge never leaks a block, and bridges running side by side never
+// hand out the same one. Blocks are taken lowest first, so the lock files
+// number at most the peak count of concurrent containers.
+type idBlocks struct {
+	dir      string
+	uid, gid uint32 // first host id of each range
+	n        int    // blocks that fit in both ranges
+
+	mu   sync.Mutex       // guards held
+	held map[int]*os.File // blocks this process holds, by index
+}
+
+// errNoIDBlock means every block is held.
+var errNoIDBlock = errors.New("id map: every block of the containers range is in use")
+
+// newIDBlocks reads the "containers" ranges of the subuid and subgid
+// files; ok is false when either lacks one of at least one block.
+func newIDBlocks(subuid, subgid, dir string) (b *idBlocks, ok bool) {
+	uid, un, uok := subIDRange(subuid, "containers")
+	gid, gn, gok := subIDRange(subgid, "containers")
+	if !uok || !gok {
+		return nil, false
+	}
+	n := int(min(un, gn) / idBlockSize)
+	if n < 1 {
+		return nil, false
+	}
+	return &idBlocks{dir: dir, uid: uid, gid: gid, n: n, held: map[int]*os.File{}}, true
+}
+
+// acquire takes the lowest free block; release gives it back.
+func (b *idBlocks) acquire() (m IDMap, release func(), err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return IDMap{}, nil, fmt.Errorf("id map: %w", err)
+	}
+	for i := 0; i < b.n; i++ {
+		if b.held[i] != nil {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(b.dir, strconv.Itoa(i)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return IDMap{}, nil, fmt.Errorf("id map: %w", err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close() // another bridge holds it
+			continue
+		}
+		b.held[i] = f
+		off := uint32(i) * idBlockSize
+		var once sync.Once
+		return IDMap{UID: b.uid + off, GID: b.gid + off}, func() { once.Do(func() { b.release(i) }) }, nil
+	}
+	return IDMap{}, nil, errNoIDBlock
+}
+
+func (b *idBlocks) release(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f := b.held[i]; f != nil {
+		f.Close() // drops the flock
+		delete(b.held, i)
+	}
+}
+
+// idBlockDir is where bridges keep their id-block locks, beside the owner
+// locks.
+func idBlockDir() string { return filepath.Join(filepath.Dir(ownerLockDir()), "idmaps") }
+
+// subIDRange returns the first id and the size of user's range in a
+// subuid/subgid file; ok is false when it has none of at least one block,
+// or the range runs past the last valid id.
+func subIDRange(file, user string) (first, count uint32, ok bool) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 || f[0] != user {
+			continue
+		}
+		start, err1 := strconv.ParseUint(f[1], 10, 32)
+		n, err2 := strconv.ParseUint(f[2], 10, 32)
+		// 2^32-1 is (uid_t)-1, never a valid id.
+		if err1 != nil || err2 != nil || n < idBlockSize || start+n > 1<<32-1 {
+			continue
+		}
+		return uint32(start), uint32(n), true
+	}
+	return 0, 0, false
+}
