@@ -100,6 +100,10 @@ type sandbox struct {
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
 	info      protocol.ReadyParams
+	// served is closed once a call has ended in it (markServed); the
+	// sessions manager starts the next spare after that.
+	served     chan struct{}
+	servedOnce sync.Once
 
 	exited    <-chan struct{} // closed when the process has exited
 	active    atomic.Pointer[activeCall]
@@ -179,6 +183,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
 		stderr:   newTailBuffer(50, 8<<10),
 		ready:    make(chan struct{}),
+		served:   make(chan struct{}),
 		slots:    make(chan struct{}, maxRunning),
 		admitted: make(chan struct{}, maxRunning+maxQueued),
 		budget:   int64(max(cfg.MaxFrame, minRequestBudget)),
@@ -331,6 +336,9 @@ func (m multiCloser) Close() error {
 	}
 	return first
 }
+
+// markServed records that a call has ended in the sandbox.
+func (s *sandbox) markServed() { s.servedOnce.Do(func() { close(s.served) }) }
 
 // waitReady waits for the ready frame, bounded by the start timeout.
 func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {

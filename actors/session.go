@@ -497,6 +497,7 @@ wait:
 	if killed != nil {
 		<-killed
 	}
+	sb.markServed()
 
 	output, truncated, reset := call.snapshot()
 	res.Output = output

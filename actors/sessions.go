@@ -36,8 +36,9 @@ type Sessions struct {
 	lost      map[string]string // loss reasons of evicted names
 	spare     *sandbox
 	spareFrom time.Time
-	adopted   *sandbox       // the spare last handed out, until it is ready or gone
-	closing   sync.WaitGroup // spare closes in flight
+	adopted   *sandbox         // the spare last handed out, until it served its first call or is gone
+	spareDue  <-chan time.Time // armed when the adopted spare is ready: the next one starts by then at the latest
+	closing   sync.WaitGroup   // spare closes in flight
 }
 
 type liveSession struct {
@@ -148,15 +149,22 @@ func (m *Sessions) Serve(ctx context.Context) error {
 				sb = nil // ended normally (idle); let the session start its own
 			}
 			reply <- sb
-			// The next spare starts once this one is up: two container
-			// starts at once would slow the one a call is waiting for.
-			m.adopted = sb
+			// The next spare starts once this one has served its first
+			// call (at most spareDelay after it is ready): a container
+			// start beside that call, or beside the start a call is waiting
+			// for, would slow it.
+			m.adopted, m.spareDue = sb, nil
 			if sb == nil {
 				m.startSpare()
 			}
 		case <-m.adoptedUp():
-			m.adopted = nil
-			m.startSpare()
+			if a := m.adopted; m.spareDue == nil && !isClosed(a.exited) && !isClosed(a.served) {
+				m.spareDue = time.After(spareDelay) // it is ready; its first call is running or coming
+				continue
+			}
+			m.nextSpare()
+		case <-m.spareDue:
+			m.nextSpare()
 		case now := <-m.ticks:
 			for _, ls := range m.live {
 				select {
@@ -175,17 +183,38 @@ func (m *Sessions) Serve(ctx context.Context) error {
 	}
 }
 
-// adoptedUp fires when the last adopted spare is ready or has exited; nil
+// spareDelay is the longest the next spare waits for the adopted one's
+// first call once that one is ready.
+const spareDelay = time.Second
+
+// adoptedUp fires when the last adopted spare has exited, when it is ready
+// (until spareDue is armed), then when it has served its first call; nil
 // (never) when there is none.
 func (m *Sessions) adoptedUp() <-chan struct{} {
-	if m.adopted == nil {
+	switch a := m.adopted; {
+	case a == nil:
 		return nil
-	}
-	select {
-	case <-m.adopted.exited:
-		return m.adopted.exited
+	case isClosed(a.exited):
+		return a.exited
+	case m.spareDue == nil:
+		return a.ready
 	default:
-		return m.adopted.ready
+		return a.served
+	}
+}
+
+// nextSpare ends the wait on the adopted spare and starts the next one.
+func (m *Sessions) nextSpare() {
+	m.adopted, m.spareDue = nil, nil
+	m.startSpare()
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 

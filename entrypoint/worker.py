@@ -47,13 +47,23 @@ class Link:
         self.execs = queue.Queue()
         self.closed = False
 
-    def _send(self, obj):
+    def _frame(self, obj):
         data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
         if len(data) > self.max_frame:
             raise _mcp_error(
                 "Frame of %d bytes exceeds the %d-byte limit (MCP_BRIDGE_MAX_FRAME_BYTES)" % (len(data), self.max_frame),
                 kind="invalid_arguments")
-        data += b"\n"
+        return data + b"\n"
+
+    def _send(self, obj):
+        self._write(self._frame(obj))
+
+    def send_frames(self, objs):
+        """Sends the frames objs in one write, so they cross the link (and
+        the runtime's stdio relay) together; each is checked against the cap."""
+        self._write(b"".join([self._frame(o) for o in objs]))
+
+    def _write(self, data):
         # SIGINT is blocked in the main thread while it writes, so a
         # KeyboardInterrupt can never cut a frame in half; a pending SIGINT
         # is delivered right after. Other threads never see KeyboardInterrupt.
@@ -69,8 +79,9 @@ class Link:
                     except InterruptedError:
                         continue
                     view = view[n:]
-            except OSError:
-                os._exit(0)
+            except OSError as e:
+                # The host no longer reads the link: nothing can be sent.
+                _fatal("frame write failed: %s" % (e.strerror or e))
             finally:
                 if main:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
@@ -79,7 +90,11 @@ class Link:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def reply(self, id_, result):
-        self._send({"jsonrpc": "2.0", "id": id_, "result": result})
+        self._send(self.reply_frame(id_, result))
+
+    @staticmethod
+    def reply_frame(id_, result):
+        return {"jsonrpc": "2.0", "id": id_, "result": result}
 
     def request(self, method, params):
         """Sends a request and returns a concurrent Future for its result."""
@@ -141,6 +156,24 @@ class Link:
             self.execs.put(msg)
         elif method == "shutdown":
             os._exit(0)
+
+
+DIAG = 2  # the container's stderr (main() keeps a private copy): the host logs it
+
+
+def _diag(message):
+    """Writes message to the container's stderr, which the host keeps for
+    its error messages and debug log; never raises."""
+    try:
+        os.write(DIAG, ("bridge worker: %s\n" % message).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _fatal(message):
+    """Ends the worker with status 1 after reporting message (_diag)."""
+    _diag(message)
+    os._exit(1)
 
 
 def _mcp_error(message, **kw):
@@ -287,10 +320,15 @@ class Capture:
     def _spill_at_line_start(self):
         return getattr(self, "_spill_last", "\n") in ("\n", "")
 
-    def _flush(self):
+    def _flush(self, out=None):
+        """Sends the pending output, or appends its frames to out."""
         pending, self.pending, self.pending_bytes = self.pending, [], 0
         for stream, text in _merge(pending):
-            self.link.notify("output", {"call": self.call, "stream": stream, "data": text})
+            params = {"call": self.call, "stream": stream, "data": text}
+            if out is None:
+                self.link.notify("output", params)
+            else:
+                out.append({"jsonrpc": "2.0", "method": "output", "params": params})
 
     def _flusher(self):
         while True:
@@ -301,13 +339,13 @@ class Capture:
                 if self.call is not None and self.pending:
                     try:
                         self._flush()
-                    except Exception:
-                        pass
+                    except Exception as e:
+                        _diag("output not streamed: %s" % _error_text(e))
                 if self.call is not None and self.preview_dirty and time.monotonic() - self.preview_at >= self.PREVIEW_EVERY:
                     try:
                         self._preview()
-                    except Exception:
-                        pass
+                    except Exception as e:
+                        _diag("progress preview not sent: %s" % _error_text(e))
 
     # Progress previews: while a call prints past the streamed head, the
     # newest output (at most PREVIEW_BYTES) goes to the host at most every
@@ -327,8 +365,9 @@ class Capture:
         self.preview_at = time.monotonic()
         self.link.notify("progress", {"call": self.call, "data": text})
 
-    def finish(self, result_repr):
-        """Ends the call: sends what is left and returns (truncated, bytes, repr)."""
+    def finish(self, result_repr, out):
+        """Ends the call: appends the frames of what is left to out (the
+        caller sends them with its reply) and returns (truncated, bytes, repr)."""
         with self.lock:
             truncated = self.dropped > 0
             if result_repr is not None:
@@ -354,7 +393,7 @@ class Capture:
                 self.pending.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + "\n"))
             for stream, data in self.tail:
                 self.pending.append((stream, data.decode("utf-8")))
-            self._flush()
+            self._flush(out)
             if self.spill is not None:
                 try:
                     self.spill.close()
@@ -649,7 +688,8 @@ class Runner:
                 _filter_tb(e)
                 CAPTURE.write("stderr", "".join(traceback.format_exception(e)))
                 outcome, exit_code, error = "exception", 1, _error_text(e)
-        truncated, total, result_repr = CAPTURE.finish(result_repr)
+        frames = []
+        truncated, total, result_repr = CAPTURE.finish(result_repr, frames)
         reset = rt._end_call()
         res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
         saved = DISPLAY.IMAGES.end()
@@ -661,7 +701,8 @@ class Runner:
             res["error"] = error
         if notes:
             res["notes"] = notes
-        LINK.reply(msg["id"], res)
+        frames.append(Link.reply_frame(msg["id"], res))
+        LINK.send_frames(frames)
 
     def _flush_figures(self, outcome, exit_code, error):
         """Sends the figures still open at the end of the cell, like a
@@ -834,7 +875,10 @@ def main(boot, src, argv):
     os.dup2(null, 0)
     os.close(null)
     sys.stdin = open(os.devnull, "r")
-    # fds 1 and 2 go to a pump, so OS-level writes become the call's stderr.
+    # fds 1 and 2 go to a pump, so OS-level writes become the call's stderr;
+    # the worker's own diagnostics keep a private copy of the container's.
+    global DIAG
+    DIAG = os.dup(2)
     pr, pw = os.pipe()
     os.dup2(pw, 1)
     os.dup2(pw, 2)

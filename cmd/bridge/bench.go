@@ -79,11 +79,11 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
 		return 1
 	}
-	baseline := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
-	baseline = append(baseline, "python3", "-c", "print(1)")
+	container := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
+	baseline := append(append([]string{}, container...), "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
 		Bridge: self, Version: Version(), Env: benchEnv,
-		Samples: *samples, Quick: *quick, BaselineArgv: baseline, RuntimeCLI: cli,
+		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
 	})
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package bench measures the bridge against baselines taken in the same
 // run: tokens (the tool entry and tools/list against the classic
 // alternative, a discovery flow), latency (warm, spare, cold, proxied,
-// search, concurrency) and memory (bridge RSS idle, with servers, during a
-// print flood; per-session container memory).
+// search, concurrency, with the pipe floor and the cold start's parts),
+// memory (bridge RSS idle, with servers, during a print flood; per-session
+// container memory) and scaling (eight sessions at once).
 package bench
 
 import (
@@ -25,6 +26,10 @@ type Options struct {
 	// BaselineArgv is the full argv of one fresh container running
 	// python3 -c 'print(1)' with the production flags (the reference's way).
 	BaselineArgv []string
+	// ContainerArgv is BaselineArgv without its command: the runtime CLI,
+	// its global flags and `run` with every production flag through the
+	// image, for the pipe floor and the cold-start parts.
+	ContainerArgv []string
 	// RuntimeCLI is the container CLI (podman or docker), for machine info
 	// and container memory.
 	RuntimeCLI string
@@ -107,6 +112,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"latency", latencyFigures},
 		{"proxy", proxyFigures},
 		{"memory", memoryFigures},
+		{"scaling", scalingFigures},
 	}
 	for _, g := range groups {
 		t := time.Now()

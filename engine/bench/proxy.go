@@ -59,6 +59,8 @@ func proxyFigures(ctx context.Context, o Options, r *Report) error {
 	r.add(Figure{ID: "proxy.echo.p50", Name: "proxied echo from the sandbox, p50", Value: px, Unit: "ms",
 		Baseline: "direct MCP client call to the same server, p50", BaseVal: dx, Samples: len(proxied),
 		Target: "<= 1.5x baseline"}, px <= 1.5*dx)
+	r.add(Figure{ID: "proxy.echo.p95", Name: "proxied echo from the sandbox, p95", Value: ms(pct(proxied, 95)), Unit: "ms",
+		Baseline: "direct MCP client call to the same server, p95", BaseVal: ms(pct(directD, 95)), Samples: len(proxied)}, true)
 
 	// The sandbox->host round trip alone: a docs lookup the host answers
 	// from its catalog, with no server call; it shows how much of the
