@@ -1,12 +1,14 @@
 """Supervisor: the first process under the container's init.
 
-It owns the container's stdin and relays host frames to the worker, which
-runs user code and writes its frames to the container's stdout through a
-private descriptor (stdout carries frames only). The worker is
-forked before any thread starts, so it skips a second interpreter start. On
-stdin EOF or a shutdown frame the supervisor closes the worker's input,
-waits 2 s, kills the worker and exits; on an interrupt frame for the active
-call it sends SIGINT to the worker. When the worker dies on its own, the
+It forks the worker, which runs user code and owns the link: it reads host
+frames from a private copy of the container's stdin and writes its frames
+to the container's stdout through another (stdout carries frames only).
+The worker is forked before any thread starts, so it skips a second
+interpreter start, and no frame crosses an extra process. The worker acts
+on interrupt, shutdown and stdin EOF itself; the supervisor only watches
+stdin for hangup (poll, never reading), so a worker stuck where its link
+reader cannot run still ends: 2 s after the host closed stdin the
+supervisor kills it and exits. When the worker dies on its own, the
 supervisor exits with the worker's status (128+signal for a signal), with
 one exception: a worker the kernel's OOM killer ended (the container
 cgroup's oom_kill counter rose) exits with OOM_EXIT, so the host can tell a
@@ -14,8 +16,8 @@ memory limit from any other SIGKILL (an external kill shows as 137). A
 worker that exits with OOM_EXIT itself is reported as 1, so user code
 cannot claim an OOM it did not cause.
 """
-import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -45,23 +47,19 @@ def _oom_kills():
 
 def main(boot, src, argv):
     ooms = _oom_kills()
-    to_w_r, to_w_w = os.pipe()
-    # The worker writes its frames straight to the container's stdout through
-    # a private copy; only the host→worker direction is relayed, so the
-    # supervisor can act on interrupt and shutdown frames.
+    pending = _read_ahead(src)
+    frames_in = os.dup(src.fileno())
     frames_out = os.dup(1)
     pid = os.fork()
     if pid == 0:
-        os.close(to_w_w)
-        _run_worker(boot, to_w_r, frames_out)
-    os.close(to_w_r)
+        _run_worker(dict(boot, pendingFrames=pending), frames_in, frames_out)
+    os.close(frames_in)
     os.close(frames_out)
     # Stray prints must never reach the frame channel.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    to_worker = os.fdopen(to_w_w, "wb")
-    state = {"call": None, "stopping": False}
     lock = threading.Lock()
+    state = {"stopping": False}
     exited = threading.Event()  # set by the main thread, the only one that reaps the worker
 
     def stop():
@@ -69,35 +67,25 @@ def main(boot, src, argv):
             if state["stopping"]:
                 return
             state["stopping"] = True
-        try:
-            to_worker.close()
-        except OSError:
-            pass
         if not exited.wait(GRACE):
             _kill(pid, signal.SIGKILL)
             exited.wait(GRACE)
         os._exit(0)
 
-    def relay_in():
-        for line in iter(src.readline, b""):
-            method = _method(line)
-            if method == "interrupt":
-                call = _param(line, "call")
-                if call is not None and call == state["call"]:
-                    _kill(pid, signal.SIGINT)
-                continue
-            if method == "shutdown":
-                break
-            if method == "exec":
-                state["call"] = _param(line, "call")
+    def watch_hangup():
+        # No events asked: poll reports only POLLHUP (every writer of stdin
+        # closed), POLLERR or POLLNVAL, and never consumes a frame.
+        p = select.poll()
+        p.register(src.fileno(), 0)
+        while True:
             try:
-                to_worker.write(line if line.endswith(b"\n") else line + b"\n")
-                to_worker.flush()
-            except OSError:
-                break
+                if p.poll():
+                    break
+            except InterruptedError:
+                continue
         stop()
 
-    threading.Thread(target=relay_in, daemon=True).start()
+    threading.Thread(target=watch_hangup, daemon=True).start()
     while True:
         try:
             _, status = os.waitpid(pid, 0)
@@ -119,14 +107,36 @@ def main(boot, src, argv):
     os._exit(128 - code if code < 0 else code)
 
 
-def _run_worker(boot, rfd, wfd):
-    """Runs the worker module in the forked child; never returns."""
+def _read_ahead(src):
+    """The bytes src (the bootstrap's buffered reader of stdin) holds past
+    the boot frame, without waiting for more: the worker reads them first.
+    The host sends nothing before the ready frame, so this is b"" as a rule."""
+    fd = src.fileno()
+    os.set_blocking(fd, False)
     try:
-        mod = types.ModuleType("worker")
+        return src.peek(1 << 16) or b""
+    except (BlockingIOError, AttributeError):
+        return b""
+    finally:
+        os.set_blocking(fd, True)
+
+
+def _run_worker(boot, rfd, wfd):
+    """Runs the worker module in the forked child; never returns. A crash
+    of the worker is written to the container's stderr (the worker's
+    private copy once it has one), which the host keeps."""
+    mod = types.ModuleType("worker")
+    try:
         mod.__file__ = "<bridge/worker.py>"
         sys.modules["worker"] = mod
         exec(compile(boot["files"]["worker.py"], mod.__file__, "exec"), mod.__dict__)
         mod.main(dict(boot, main="worker"), None, [str(rfd), str(wfd)])
+    except BaseException:
+        import traceback
+        try:
+            os.write(getattr(mod, "DIAG", 2), ("bridge worker crashed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        except OSError:
+            pass
     finally:
         os._exit(1)
 
@@ -136,20 +146,3 @@ def _kill(pid, sig):
         os.kill(pid, sig)
     except OSError:
         pass
-
-
-def _method(line):
-    # Cheap checks first: only host frames the supervisor acts on are parsed.
-    if b'"interrupt"' in line or b'"shutdown"' in line or b'"exec"' in line:
-        try:
-            return json.loads(line).get("method")
-        except ValueError:
-            return None
-    return None
-
-
-def _param(line, key):
-    try:
-        return json.loads(line).get("params", {}).get(key)
-    except (ValueError, AttributeError):
-        return None

@@ -1,9 +1,12 @@
 """Worker: runs user code for one session, one cell at a time.
 
-Frames travel over two private pipes to the supervisor; fd 0 is /dev/null and
+Frames travel over private copies of the container's stdin and stdout (the
+supervisor forked this process and relays nothing); fd 0 is /dev/null and
 fds 1 and 2 are a pipe read by a pump thread, so every OS-level write lands in
 the active call's stderr. Python-level writes go through Capture objects.
-The main thread runs cells; a reader thread dispatches frames.
+The main thread runs cells; a reader thread dispatches frames: it queues
+exec frames, interrupts the main thread for the active call, and ends the
+worker on shutdown or stdin EOF.
 """
 import ast
 import asyncio
@@ -32,10 +35,11 @@ JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
-    """JSON-RPC over the supervisor pipes. Thread-safe; replies may come in any order."""
+    """JSON-RPC over the container's stdio. Thread-safe; replies may come in any order."""
 
-    def __init__(self, rfd, wfd, max_frame, max_in_flight):
+    def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b""):
         self._r = rfd
+        self._ahead = pending  # bytes read past the boot frame, read first
         self._wfd = wfd
         self._wlock = threading.Lock()
         self._main = threading.main_thread()
@@ -45,6 +49,7 @@ class Link:
         self._slots = threading.BoundedSemaphore(max_in_flight)
         self.max_frame = max_frame
         self.execs = queue.Queue()
+        self.exec_call = None  # the call of the last exec frame: the one an interrupt may name
         self.closed = False
 
     def _frame(self, obj):
@@ -123,14 +128,26 @@ class Link:
         """Awaits the result on whatever event loop is running."""
         return await asyncio.wrap_future(self.request(method, params))
 
+    def _lines(self, f):
+        """The host's frames: the bytes read ahead first, then f's lines."""
+        ahead, self._ahead = self._ahead, b""
+        if ahead:
+            *whole, rest = ahead.split(b"\n")
+            for line in whole:
+                yield line + b"\n"
+            if rest:
+                yield rest + f.readline()
+        yield from iter(f.readline, b"")
+
     def read_loop(self):
         with os.fdopen(self._r, "rb") as f:
-            for line in iter(f.readline, b""):
+            for line in self._lines(f):
                 try:
                     msg = json.loads(line)
                 except ValueError:
                     continue
-                self._dispatch(msg)
+                if isinstance(msg, dict):
+                    self._dispatch(msg)
         self.closed = True
         with self._plock:
             pending, self._pending = self._pending, {}
@@ -153,7 +170,14 @@ class Link:
             else:
                 fut.set_result(msg.get("result"))
         elif method == "exec":
+            self.exec_call = (msg.get("params") or {}).get("call")
             self.execs.put(msg)
+        elif method == "interrupt":
+            call = (msg.get("params") or {}).get("call")
+            if call is not None and call == self.exec_call:
+                # Directed at the main thread: while it writes a frame SIGINT
+                # is blocked there and stays pending until the frame is out.
+                signal.pthread_kill(self._main.ident, signal.SIGINT)
         elif method == "shutdown":
             os._exit(0)
 
@@ -884,7 +908,7 @@ def main(boot, src, argv):
     os.dup2(pw, 2)
     os.close(pw)
     limits = boot["limits"]
-    LINK = Link(rfd, wfd, limits["maxFrameBytes"], limits.get("maxInFlight") or 32)
+    LINK = Link(rfd, wfd, limits["maxFrameBytes"], limits.get("maxInFlight") or 32, boot.get("pendingFrames") or b"")
     CAPTURE = Capture(LINK)
     sys.stdout = CaptureStream(CAPTURE, "stdout", 1)
     sys.stderr = CaptureStream(CAPTURE, "stderr", 2)

@@ -23,9 +23,11 @@ import (
 )
 
 // jamCode defines the attacker's tools: the worker's private link
-// descriptor (found through the link object, as /proc/self/fd would),
-// SIGSTOP of the supervisor (the parent, same uid) so nothing reads the
-// container's stdin, and frames written straight to the link.
+// descriptor (found through the link object, as /proc/self/fd would), a
+// stop of everything that reads or watches the container's stdin (the
+// worker's link reader, blocked on a lock it takes for the first reply it
+// reads, and the supervisor, the parent of the same uid, by SIGSTOP), and
+// frames written straight to the link.
 const jamCode = `import json, os, signal, sys, threading, time
 LINK = sys.modules['mcp.runtime'].LINK
 def put(obj):
@@ -33,7 +35,8 @@ def put(obj):
     with LINK._wlock:
         while data:
             data = data[os.write(LINK._wfd, data):]
-def stop_supervisor():
+def stop_reader():
+    LINK._plock.acquire()
     os.kill(os.getppid(), signal.SIGSTOP)
 def jam(count=None):
     # Requests for an unknown method whose name is 1 MiB (a host that echoes
@@ -53,7 +56,7 @@ def jam_later():
     # Jams from a daemon thread once this call's reply has left.
     def run():
         time.sleep(1)
-        stop_supervisor()
+        stop_reader()
         jam()
     threading.Thread(target=run, daemon=True).start()
     print('armed')
@@ -117,7 +120,7 @@ func waitNoContainers(t *testing.T, pid int, d time.Duration, what string) {
 	t.Logf("%s: containers gone after %v", what, time.Since(start).Round(10*time.Millisecond))
 }
 
-// TestHostileLinkJamExec: with the supervisor stopped and the link jammed,
+// TestHostileLinkJamExec: with stdin's readers stopped and the link jammed,
 // `bridge exec` still ends, bounded, and removes its container. The
 // timeout is long enough for a container start on a loaded machine, so the
 // jam is in place before it: the call ends with a timeout result or with
@@ -129,7 +132,7 @@ func TestHostileLinkJamExec(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bridgeBin, "exec", "--timeout", "30", jamCode+"stop_supervisor()\njam()\n")
+	cmd := exec.CommandContext(ctx, bridgeBin, "exec", "--timeout", "30", jamCode+"stop_reader()\njam()\n")
 	cmd.Env = baseEnv(t, nil)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -176,7 +179,7 @@ func TestHostileLinkJamRun(t *testing.T) {
 	jammed := make(chan answer, 1)
 	start := time.Now()
 	go func() {
-		r, err := b.callArgsWithin(90*time.Second, map[string]any{"code": jamCode + "stop_supervisor()\njam()\n", "session": "jam", "timeout": 60})
+		r, err := b.callArgsWithin(90*time.Second, map[string]any{"code": jamCode + "stop_reader()\njam()\n", "session": "jam", "timeout": 60})
 		jammed <- answer{r, err, time.Since(start)}
 	}()
 	time.Sleep(3 * time.Second) // the link is jammed by now
@@ -282,7 +285,7 @@ func TestHostileRequestFlood(t *testing.T) {
 	b.call(map[string]any{"code": "print(1)", "session": "flood"})
 	before := procStatus(t, pid, "VmHWM")
 	cpu := cpuSeconds(t, pid)
-	code := jamCode + `stop_supervisor()
+	code := jamCode + `stop_reader()
 t = threading.Thread(target=jam, args=(16,), daemon=True)
 t.start()
 t.join(20)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/engine/bench"
@@ -41,8 +43,19 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	out := fs.String("out", "bench-out", "`DIR` for bench.json and bench.md")
 	npmDir := fs.String("npm-dir", "", "`DIR` whose node_modules/.bin holds the real MCP servers measured for tokens (default $BRIDGE_TEST_NPM_DIR or ~/.cache/bridge-npm)")
 	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
+	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
+	}
+	var only []string
+	for _, g := range strings.Split(*groups, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if !slices.Contains(bench.GroupNames, g) {
+			return m.usage("bench: unknown group %q in --groups: want some of %s (bridge bench --help)", g, strings.Join(bench.GroupNames, ", "))
+		}
+		only = append(only, g)
 	}
 	if *samples < 1 {
 		return m.usage("bench: invalid --samples %d: want an integer >= 1 (bridge bench --help)", *samples)
@@ -84,7 +97,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	rep, err := bench.Run(ctx, bench.Options{
 		Bridge: self, Version: Version(), Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
-		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Log: m.Stderr,
+		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, Log: m.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: %v\n", err)

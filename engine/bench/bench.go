@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,8 +39,14 @@ type Options struct {
 	// NPMDir holds node_modules/.bin/mcp-server-{everything,filesystem,memory};
 	// the real-server figures are skipped when they are missing.
 	NPMDir string
+	// Groups names the figure groups to run (tokens, latency, proxy,
+	// memory, scaling); empty runs them all.
+	Groups []string
 	Log    io.Writer
 }
+
+// GroupNames are the figure groups in the order a run measures them.
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -115,6 +122,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"scaling", scalingFigures},
 	}
 	for _, g := range groups {
+		if len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name) {
+			continue
+		}
 		t := time.Now()
 		fmt.Fprintf(o.Log, "bench: %s...\n", g.name)
 		if err := g.run(ctx, o, r); err != nil {
