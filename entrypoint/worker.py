@@ -101,22 +101,36 @@ class Link:
     def reply_frame(id_, result):
         return {"jsonrpc": "2.0", "id": id_, "result": result}
 
-    def request(self, method, params):
-        """Sends a request and returns a concurrent Future for its result."""
-        fut = concurrent.futures.Future()
+    def _register(self, waiter):
+        """Takes an in-flight slot and returns a new request id for waiter.
+        Whoever pops the id from _pending (_drop, or the reader) releases
+        the slot, so a full set of slots never waits on an event loop."""
         if self.closed:
-            fut.set_exception(_mcp_error("RPC channel closed", kind="transport"))
-            return fut
+            raise _mcp_error("RPC channel closed", kind="transport")
         self._slots.acquire()
         id_ = next(self._ids)
         with self._plock:
-            self._pending[id_] = fut
-        fut.add_done_callback(lambda _f: self._slots.release())
+            self._pending[id_] = waiter
+        return id_
+
+    def _drop(self, id_):
+        with self._plock:
+            waiter = self._pending.pop(id_, None)
+        if waiter is not None:
+            self._slots.release()
+
+    def request(self, method, params):
+        """Sends a request and returns a concurrent Future for its result."""
+        fut = concurrent.futures.Future()
+        try:
+            id_ = self._register(fut)
+        except BaseException as e:
+            fut.set_exception(e)
+            return fut
         try:
             self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
         except BaseException as e:
-            with self._plock:
-                self._pending.pop(id_, None)
+            self._drop(id_)
             fut.set_exception(e)
         return fut
 
@@ -125,8 +139,16 @@ class Link:
         return self.request(method, params).result()
 
     async def acall(self, method, params):
-        """Awaits the result on whatever event loop is running."""
-        return await asyncio.wrap_future(self.request(method, params))
+        """Awaits the result on the running event loop: the reader thread
+        hands the reply to the loop with one wake-up (_LoopWaiter)."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        id_ = self._register(_LoopWaiter(loop, fut))
+        try:
+            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+            return await fut
+        finally:
+            self._drop(id_)  # a no-op once the reader has taken it
 
     def _lines(self, f):
         """The host's frames: the bytes read ahead first, then f's lines."""
@@ -151,24 +173,24 @@ class Link:
         self.closed = True
         with self._plock:
             pending, self._pending = self._pending, {}
-        for fut in pending.values():
-            if not fut.done():
-                fut.set_exception(_mcp_error("RPC channel closed", kind="transport"))
+        for waiter in pending.values():
+            _settle(waiter, None, _mcp_error("RPC channel closed", kind="transport"))
         os._exit(0)
 
     def _dispatch(self, msg):
         method = msg.get("method")
         if method is None:
             with self._plock:
-                fut = self._pending.pop(msg.get("id"), None)
-            if fut is None or fut.done():
+                waiter = self._pending.pop(msg.get("id"), None)
+            if waiter is None:
                 return
+            self._slots.release()
             if "error" in msg:
                 err = msg["error"] or {}
                 data = err.get("data") or {}
-                fut.set_exception(_mcp_error(err.get("message", "RPC error"), kind=data.get("kind")))
+                _settle(waiter, None, _mcp_error(err.get("message", "RPC error"), kind=data.get("kind")))
             else:
-                fut.set_result(msg.get("result"))
+                _settle(waiter, msg.get("result"), None)
         elif method == "exec":
             self.exec_call = (msg.get("params") or {}).get("call")
             self.execs.put(msg)
@@ -180,6 +202,36 @@ class Link:
                 signal.pthread_kill(self._main.ident, signal.SIGINT)
         elif method == "shutdown":
             os._exit(0)
+
+
+class _LoopWaiter:
+    """A pending request awaited on an event loop."""
+
+    __slots__ = ("loop", "fut")
+
+    def __init__(self, loop, fut):
+        self.loop, self.fut = loop, fut
+
+
+def _settle(waiter, result, exc):
+    """Completes a pending request (a concurrent Future, or a _LoopWaiter
+    through one call_soon_threadsafe) unless it is done already."""
+    if isinstance(waiter, _LoopWaiter):
+        try:
+            waiter.loop.call_soon_threadsafe(_settle_future, waiter.fut, result, exc)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits it any more
+        return
+    _settle_future(waiter, result, exc)
+
+
+def _settle_future(fut, result, exc):
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
 
 
 DIAG = 2  # the container's stderr (main() keeps a private copy): the host logs it

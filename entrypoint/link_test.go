@@ -1,0 +1,285 @@
+package entrypoint
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// box is the entrypoint run by the host's python3 as a plain process (no
+// container), with the test as its host: frames in on stdin, out on stdout.
+type box struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	outR   io.Closer
+	stderr *lockedBuffer
+	exited chan struct{}
+	err    error // the process's exit; valid once exited is closed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// bootFrame is the boot frame line the host sends first.
+func bootFrame(t *testing.T) []byte {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "boot", "params": map[string]any{
+		"files": Files(), "main": Main, "version": "test",
+		"limits": map[string]any{"maxFrameBytes": 1 << 20, "maxOutputBytes": 1 << 16, "maxInFlight": 32},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(data, '\n')
+}
+
+// startBox starts the entrypoint and writes the boot frame followed by
+// extra (frames sent before the ready frame); it does not wait for ready.
+func startBox(t *testing.T, extra ...map[string]any) *box {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to run the entrypoint: %v", err)
+	}
+	b := &box{t: t, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	b.cmd = exec.Command(py, "-u", "-c", Bootstrap)
+	b.cmd.Dir = t.TempDir()
+	b.cmd.Stderr = b.stderr
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the cleanup kills the worker too
+	if b.in, err = b.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.cmd.Stdout = outW
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	b.out, b.outR = bufio.NewReader(outR), outR
+	go func() {
+		b.err = b.cmd.Wait()
+		close(b.exited)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+		<-b.exited
+		outR.Close()
+	})
+	msg := bootFrame(t)
+	for _, f := range extra {
+		line, _ := json.Marshal(f)
+		msg = append(append(msg, line...), '\n')
+	}
+	if _, err := b.in.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// next reads the next frame from the box within d.
+func (b *box) next(d time.Duration) map[string]any {
+	b.t.Helper()
+	type got struct {
+		line []byte
+		err  error
+	}
+	ch := make(chan got, 1)
+	go func() {
+		line, err := b.out.ReadBytes('\n')
+		ch <- got{line, err}
+	}()
+	select {
+	case g := <-ch:
+		if g.err != nil {
+			b.t.Fatalf("reading a frame: %v\nstderr: %s", g.err, b.stderr.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(g.line, &m); err != nil {
+			b.t.Fatalf("frame %q: %v", g.line, err)
+		}
+		return m
+	case <-time.After(d):
+		b.t.Fatalf("no frame within %v\nstderr: %s", d, b.stderr.String())
+		return nil
+	}
+}
+
+func (b *box) send(frame map[string]any) {
+	b.t.Helper()
+	line, _ := json.Marshal(frame)
+	if _, err := b.in.Write(append(line, '\n')); err != nil {
+		b.t.Fatalf("send: %v", err)
+	}
+}
+
+func execFrame(call int, code string) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": call, "method": "exec", "params": map[string]any{"call": call, "code": code}}
+}
+
+// serve answers the box's requests until the reply to exec id arrives and
+// returns it with the output it streamed; requests for method "hang" are
+// never answered.
+func (b *box) serve(id int, d time.Duration) (reply map[string]any, output string) {
+	b.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		m := b.next(time.Until(deadline))
+		switch {
+		case m["method"] == "output":
+			output += fmt.Sprint(m["params"].(map[string]any)["data"])
+		case m["method"] == "hang":
+		case m["method"] != nil && m["id"] != nil:
+			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"tools": []any{}, "ok": true}})
+		case m["method"] == nil && m["id"] == float64(id):
+			return m, output
+		}
+	}
+}
+
+func (b *box) waitExit(d time.Duration) bool {
+	select {
+	case <-b.exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func outcome(reply map[string]any) string {
+	res, _ := reply["result"].(map[string]any)
+	return fmt.Sprint(res["outcome"])
+}
+
+// TestBoxFramesBeforeReady: frames the host sent right behind the boot
+// frame (read ahead with it by the bootstrap) reach the worker.
+func TestBoxFramesBeforeReady(t *testing.T) {
+	b := startBox(t, execFrame(1, "print('early')"))
+	if m := b.next(30 * time.Second); m["method"] != "ready" {
+		t.Fatalf("first frame %v, want ready", m)
+	}
+	reply, out := b.serve(1, 30*time.Second)
+	if outcome(reply) != "ok" || out != "early\n" {
+		t.Errorf("exec sent with the boot frame: %v, output %q", reply, out)
+	}
+}
+
+// TestBoxInterrupt: the worker acts on an interrupt frame for the active
+// call only, while user code runs (there is no relay process any more).
+func TestBoxInterrupt(t *testing.T) {
+	b := startBox(t)
+	b.next(30 * time.Second) // ready
+	b.send(execFrame(1, "import time\nprint('started')\ntime.sleep(60)"))
+	// The first call loads the saved tools: answer it, then wait for the
+	// cell's own output.
+	for {
+		m := b.next(30 * time.Second)
+		if m["method"] == "saved_tools" {
+			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"tools": []any{}}})
+		}
+		if m["method"] == "output" {
+			break
+		}
+	}
+	b.send(map[string]any{"jsonrpc": "2.0", "method": "interrupt", "params": map[string]any{"call": 7}})
+	b.send(map[string]any{"jsonrpc": "2.0", "method": "interrupt", "params": map[string]any{"call": 1}})
+	reply, _ := b.serve(1, 10*time.Second)
+	if outcome(reply) != "interrupted" {
+		t.Fatalf("interrupted call: %v", reply)
+	}
+	b.send(execFrame(2, "print('after')"))
+	if reply, out := b.serve(2, 10*time.Second); outcome(reply) != "ok" || out != "after\n" {
+		t.Errorf("call after the interrupt: %v, output %q", reply, out)
+	}
+}
+
+// TestBoxStuckWorkerKilled: a worker whose link reader cannot run and that
+// ignores SIGINT still ends within a bound once the host closes stdin: the
+// supervisor sees the hangup and kills it.
+func TestBoxStuckWorkerKilled(t *testing.T) {
+	b := startBox(t)
+	b.next(30 * time.Second) // ready
+	b.send(execFrame(1, "print(1)"))
+	b.serve(1, 30*time.Second)
+	b.send(execFrame(2, "import signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"+
+		"sys.modules['mcp.runtime'].LINK._plock.acquire()\nprint('stuck')\nwhile True: pass"))
+	for m := b.next(10 * time.Second); m["method"] != "output"; m = b.next(10 * time.Second) {
+	}
+	start := time.Now()
+	b.in.Close()
+	if !b.waitExit(10 * time.Second) {
+		t.Fatalf("the sandbox still runs 10 s after stdin EOF\nstderr: %s", b.stderr.String())
+	}
+	t.Logf("ended %v after stdin EOF: %v", time.Since(start).Round(10*time.Millisecond), b.err)
+}
+
+// TestBoxFrameWriteError: when the host stops reading the link, the
+// worker's failed frame write is reported on the container's stderr and
+// the sandbox exits 1 (it used to exit 0 silently).
+func TestBoxFrameWriteError(t *testing.T) {
+	b := startBox(t)
+	b.next(30 * time.Second) // ready
+	b.outR.Close()
+	b.send(execFrame(1, "print(1)"))
+	if !b.waitExit(30 * time.Second) {
+		t.Fatalf("the sandbox still runs with its stdout closed\nstderr: %s", b.stderr.String())
+	}
+	code := -1
+	if ee, ok := b.err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if b.err == nil {
+		code = 0
+	}
+	if got := b.stderr.String(); code != 1 || !strings.Contains(got, "bridge worker: frame write failed") {
+		t.Errorf("exit %d, stderr %q; want exit 1 and the frame write error", code, got)
+	}
+}
+
+// TestBoxAsyncCallsReleaseSlots: awaited requests complete through the
+// event loop, 40 at once (over the 32 in-flight slots), and cancelled ones
+// give their slot back even when the host never answers them.
+func TestBoxAsyncCallsReleaseSlots(t *testing.T) {
+	b := startBox(t)
+	b.next(30 * time.Second) // ready
+	code := `import asyncio
+rt = runtime
+got = await asyncio.gather(*[rt._acall("ok", {}) for _ in range(40)])
+print(len(got), got[0]["ok"])
+for _ in range(40):
+    t = asyncio.ensure_future(rt._acall("hang", {}))
+    await asyncio.sleep(0.001)
+    t.cancel()
+print((await asyncio.wait_for(rt._acall("ok", {}), 10))["ok"])`
+	b.send(execFrame(1, code))
+	reply, out := b.serve(1, 30*time.Second)
+	if outcome(reply) != "ok" || out != "40 True\nTrue\n" {
+		t.Errorf("async calls: %v, output %q", reply, out)
+	}
+}
