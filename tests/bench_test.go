@@ -130,8 +130,11 @@ func TestBenchQuick(t *testing.T) {
 		}
 	}
 	// Every group produced its figures.
-	for _, id := range []string{"latency.warm.p50", "latency.cold.p50", "proxy.echo.p50", "search.sandbox.p50",
-		"proxy.concurrent3", "memory.rss.idle", "memory.rss.servers3", "memory.rss.flood", "memory.container.session"} {
+	for _, id := range []string{"latency.warm.p50", "latency.floor.p50", "latency.warm.floor", "latency.spare.p50",
+		"latency.cold.p50", "latency.cold.part.bridge", "latency.cold.part.sandbox", "latency.cold.part.exec",
+		"latency.cold.part.container", "latency.cold.part.python", "latency.cold.part.imports",
+		"proxy.echo.p50", "proxy.echo.p95", "search.sandbox.p50", "proxy.concurrent3", "memory.rss.idle",
+		"memory.rss.servers3", "memory.rss.flood", "memory.container.session", "scaling.sessions8", "scaling.rss8"} {
 		need(id)
 	}
 }

@@ -43,6 +43,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	out := fs.String("out", "bench-out", "`DIR` for bench.json and bench.md")
 	npmDir := fs.String("npm-dir", "", "`DIR` whose node_modules/.bin holds the real MCP servers measured for tokens (default $BRIDGE_TEST_NPM_DIR or ~/.cache/bridge-npm)")
 	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
+	bridgeBin := fs.String("bridge", "", "bridge `BINARY` to measure, e.g. an older build for a before/after comparison in one run (default: this one)")
 	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
@@ -86,6 +87,16 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return m.usage("bench: %v", err)
 	}
+	version := Version()
+	if *bridgeBin != "" {
+		if self, err = filepath.Abs(*bridgeBin); err != nil {
+			return m.usage("bench: --bridge: %v", err)
+		}
+		if _, err := os.Stat(self); err != nil {
+			return m.usage("bench: --bridge: %v", err)
+		}
+		version = self
+	}
 	l := engine.NewLauncher(env, engine.Owner(), m.logger(env, env.LogLevel))
 	cli, err := l.CLI()
 	if err != nil {
@@ -95,7 +106,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	container := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
 	baseline := append(append([]string{}, container...), "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
-		Bridge: self, Version: Version(), Env: benchEnv,
+		Bridge: self, Version: version, Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, Log: m.Stderr,
 	})
