@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -97,6 +98,10 @@ func TestProbeRuntime(t *testing.T) {
 // --ulimit data=<memory bytes> and nproc bounded by the pids limit, and the
 // launcher states the warning; with enforcing cgroups neither.
 func TestLimitsFallback(t *testing.T) {
+	// The probe decides: as if on a cgroup v1 host, not as root.
+	here := cgroupLimitsHere
+	cgroupLimitsHere = func(bool) bool { return false }
+	defer func() { cgroupLimitsHere = here }()
 	for _, rootless := range []bool{true, false} {
 		stdout := podmanRootlessV1
 		if !rootless {
@@ -125,6 +130,43 @@ func TestLimitsFallback(t *testing.T) {
 		verify := l.VerifyArgs("img")
 		if got := slices.Contains(flagValues(verify, "--ulimit"), "data=268435456:268435456"); got != rootless {
 			t.Errorf("rootless=%v: VerifyArgs has the data ulimit: %v", rootless, got)
+		}
+	}
+}
+
+// TestCommandSkipsProbeWhereLimitsHold: where cgroups enforce the limits
+// whatever the runtime reports (podman as root, a cgroup v2 host), a
+// container command never waits for the runtime probe, which takes 0.5 s
+// and more on a cold start; elsewhere it waits and applies the fallbacks.
+func TestCommandSkipsProbeWhereLimitsHold(t *testing.T) {
+	here := cgroupLimitsHere
+	defer func() { cgroupLimitsHere = here }()
+	for _, holds := range []bool{true, false} {
+		cgroupLimitsHere = func(bool) bool { return holds }
+		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m"}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "out"), []byte(podmanRootlessV1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env.Runtime = filepath.Join(dir, "podman")
+		script := "#!/bin/sh\nsleep 2\ncat " + dir + "/out\n"
+		if err := os.WriteFile(env.Runtime, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l := NewLauncher(env, "h/1/2", zerolog.Nop())
+		start := time.Now()
+		cmd, err := l.Command("default")
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waited := took >= 2*time.Second
+		hasData := slices.Contains(flagValues(cmd.Argv, "--ulimit"), "data=268435456:268435456")
+		if waited == holds || hasData == holds {
+			t.Errorf("limits hold here: %v; Command took %v (waited for the probe: %v), data ulimit: %v", holds, took, waited, hasData)
 		}
 	}
 }
