@@ -18,6 +18,10 @@ import (
 // probeTimeout bounds one `info` call of the runtime probe (RT-4).
 const probeTimeout = 15 * time.Second
 
+// probeDelay is how long the background probe waits after startup where no
+// container start needs its answer.
+const probeDelay = 2 * time.Second
+
 // RuntimeFacts are what the container engine reports about itself (RT-4):
 // read once per process, in the background, by Launcher.Facts.
 type RuntimeFacts struct {
@@ -223,6 +227,17 @@ func LimitsWarning(f RuntimeFacts, env Env) string {
 func (l *Launcher) Serve(ctx context.Context) error {
 	if l.Local() {
 		return suture.ErrDoNotRestart
+	}
+	// Where no container command waits for the facts (limitFacts), the
+	// probe (`podman info`: 0.5 s and more of CPU) waits until the first
+	// container has started, like the startup sweep; a bridge exec that is
+	// done by then never runs it.
+	if _, podman, _, err := l.resolve(); err == nil && cgroupLimitsHere(podman) {
+		select {
+		case <-time.After(probeDelay):
+		case <-ctx.Done():
+			return suture.ErrDoNotRestart
+		}
 	}
 	f := l.Facts()
 	if f.Err != nil {
