@@ -174,3 +174,60 @@ func TestEvictionDoesNotBlockManager(t *testing.T) {
 		t.Fatalf("Get returned only after the evicted sandbox's removal (%d removals returned); the manager waited for it", got-before)
 	}
 }
+
+// slowFirstCallScript is fakeSandboxScript whose first call takes 600 ms.
+const slowFirstCallScript = `read -r boot
+printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
+read -r exec
+sleep 0.6
+printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}'
+exec sleep 60`
+
+// TestSpareReplacedAfterFirstCall: the spare that replaces an adopted one
+// starts once the adopted one has served its first call, not beside it
+// (a container start slowed that call), and never with SingleUse.
+func TestSpareReplacedAfterFirstCall(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SingleUse=%v", single), func(t *testing.T) {
+			l := &fakeLauncher{argv: []string{"sh", "-c", slowFirstCallScript}}
+			sup := suture.New("sessions-test", suture.Spec{EventHook: func(suture.Event) {}})
+			m := NewSessions(testConfig(l), sup, 4, 0)
+			m.SingleUse = single
+			sup.Add(m)
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := sup.ServeBackground(ctx)
+			defer func() {
+				cancel()
+				<-errc
+			}()
+			time.Sleep(300 * time.Millisecond) // the spare is ready
+			s, err := m.Get(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := newRequest(ctx, 10*time.Second)
+			if !s.Exec(ctx, req) {
+				t.Fatal("call not queued")
+			}
+			time.Sleep(300 * time.Millisecond)
+			if n := l.n.Load(); n != 1 {
+				t.Errorf("%d containers started while the adopted spare's first call ran; want 1", n)
+			}
+			if r := <-req.Reply; r.Status != StatusSuccess {
+				t.Fatalf("call: %+v", r)
+			}
+			want := int64(2)
+			if single {
+				want = 1
+				time.Sleep(spareDelay + 200*time.Millisecond)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for l.n.Load() < want && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if n := l.n.Load(); n != want {
+				t.Errorf("%d containers started after the first call; want %d", n, want)
+			}
+		})
+	}
+}

@@ -20,6 +20,10 @@ const spareName = "spare"
 // MCP_BRIDGE_MAX_SESSIONS by evicting the least recently used idle session,
 // and forwards the reaper's ticks.
 type Sessions struct {
+	// SingleUse: no spare replaces an adopted one (bridge exec runs one
+	// call and exits). Set before Serve.
+	SingleUse bool
+
 	cfg  *SandboxConfig
 	sup  *suture.Supervisor
 	max  int
@@ -155,7 +159,7 @@ func (m *Sessions) Serve(ctx context.Context) error {
 			// for, would slow it.
 			m.adopted, m.spareDue = sb, nil
 			if sb == nil {
-				m.startSpare()
+				m.nextSpare()
 			}
 		case <-m.adoptedUp():
 			if a := m.adopted; m.spareDue == nil && !isClosed(a.exited) && !isClosed(a.served) {
@@ -206,7 +210,9 @@ func (m *Sessions) adoptedUp() <-chan struct{} {
 // nextSpare ends the wait on the adopted spare and starts the next one.
 func (m *Sessions) nextSpare() {
 	m.adopted, m.spareDue = nil, nil
-	m.startSpare()
+	if !m.SingleUse {
+		m.startSpare()
+	}
 }
 
 func isClosed(c <-chan struct{}) bool {

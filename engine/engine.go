@@ -300,6 +300,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // waiting for container teardown.
 func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Result)) {
 	queued := time.Now()
+	e.sessions.SingleUse = true // one call: a replacement spare would only be stopped again
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
