@@ -76,7 +76,7 @@ class Images:
 
 
 IMAGES = None  # set by install()
-_PRUNE = None  # the worker's _prune(directory, keep, budget, prefix, suffix)
+_PRUNE = None  # capture.py's _prune(directory, keep, budget, prefix, suffix)
 
 
 # --- matplotlib ------------------------------------------------------------

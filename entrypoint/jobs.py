@@ -39,6 +39,10 @@ def _worker():
     return sys.modules["worker"]
 
 
+def _capture():
+    return sys.modules["mcp._capture"]
+
+
 def route(stream, text):
     """Sends text to the capture of the job running this thread, if any;
     False when the thread is not a job's (the active call captures it)."""
@@ -78,14 +82,13 @@ class _Output:
     def write(self, stream, text):
         if not text:
             return
-        w = _worker()
         data = text.encode("utf-8", "replace")
         with self.lock:
             self.total += len(data)
             self._record(stream, text)
             room = self.half - self.head_bytes
             if room > 0:
-                head = data if len(data) <= room else w._cut_head(data, room)
+                head = data if len(data) <= room else _capture()._cut_head(data, room)
                 self.head.append((stream, head))
                 self.head_bytes += len(head)
                 data = data[len(head):]
@@ -102,7 +105,7 @@ class _Output:
                     self.tail.popleft()
                     cut = len(first[1])
                 else:
-                    kept = w._cut_tail(first[1], len(first[1]) - extra)
+                    kept = _capture()._cut_tail(first[1], len(first[1]) - extra)
                     cut = len(first[1]) - len(kept)
                     first[1] = kept
                 self.tail_bytes -= cut

@@ -1,0 +1,402 @@
+"""Capture: one call's output, as the worker collects it.
+
+Capture keeps a call's output (the head streamed to the host as it comes,
+the tail in a ring, everything past the cap spilled to a file);
+CaptureStream replaces sys.stdout and sys.stderr; Pump turns OS-level writes
+to fds 1 and 2 into the active call's stderr. The worker loads this module
+as mcp._capture and sets its hooks.
+"""
+import collections
+import io
+import os
+import threading
+import time
+
+diag = print  # the worker's _diag: reports an error on the container's stderr
+route = None  # jobs.route(stream, text): True when a background job took the text
+
+
+class Capture:
+    """Collects one call's output: the head is streamed to the host as it
+    comes, the tail is kept in a ring and sent when the call ends, and once
+    the call's output exceeds the cap everything is spilled to a file."""
+
+    SPILL_DIR = "/workspace/.bridge"
+    KEEP_FILES = 20
+    # One flood must not fill /workspace (128 MiB): each saved output is
+    # capped, and all of them together stay within a budget.
+    SPILL_CAP = 16 << 20
+    SPILL_BUDGET = 48 << 20
+    # Progress previews (see _preview); set per call by begin().
+    progress = False
+    preview_dirty = False
+    preview_at = 0.0
+
+    def __init__(self, link):
+        self.link = link
+        self.lock = threading.RLock()
+        self.call = None
+        self.discarded = 0
+        self.wake = threading.Event()
+        threading.Thread(target=self._flusher, daemon=True).start()
+
+    def begin(self, call, n, limit):
+        with self.lock:
+            self.call = call
+            self.n = n
+            self.half = limit // 2
+            self.limit = limit
+            self.total = 0
+            self.head_used = 0
+            self.pending = []
+            self.pending_bytes = 0
+            self.tail = collections.deque()
+            self.tail_bytes = 0
+            self.cut_stream = None
+            self.dropped = 0
+            self.memlog = []
+            self.spill = None
+            self.spill_path = None
+            self.spill_error = None
+            self.spill_stream = "stdout"
+            self.progress = False
+            self.preview_dirty = False
+            self.preview_at = 0.0
+
+    def write(self, stream, text):
+        if not text:
+            return
+        data = text.encode("utf-8", "replace")
+        with self.lock:
+            if self.call is None:
+                self.discarded += len(data)
+                return
+            self.total += len(data)
+            self._record(stream, text)
+            room = self.half - self.head_used
+            if room > 0:
+                head = data if len(data) <= room else _cut_head(data, room)
+                self.head_used += len(head) if len(head) == len(data) else room
+                self.pending.append((stream, head.decode("utf-8")))
+                self.pending_bytes += len(head)
+                data = data[len(head):]
+                if self.pending_bytes >= 8192:
+                    self._flush()
+                else:
+                    self.wake.set()
+            if data:
+                if self.cut_stream is None:
+                    self.cut_stream = stream
+                if self.progress and not self.preview_dirty:
+                    self.preview_dirty = True
+                    self.wake.set()
+                self.tail.append([stream, data])
+                self.tail_bytes += len(data)
+                while self.tail_bytes > self.half:
+                    extra = self.tail_bytes - self.half
+                    first = self.tail[0]
+                    if len(first[1]) <= extra:
+                        self.tail.popleft()
+                        self.tail_bytes -= len(first[1])
+                        self.dropped += len(first[1])
+                    else:
+                        kept = _cut_tail(first[1], len(first[1]) - extra)
+                        self.dropped += len(first[1]) - len(kept)
+                        self.tail_bytes -= len(first[1]) - len(kept)
+                        first[1] = kept
+
+    def _record(self, stream, text):
+        # Everything is kept in memory up to the cap, then written to the spill file.
+        if self.spill is None and self.spill_error is None:
+            if self.total <= self.limit:
+                self.memlog.append((stream, text))
+                return
+            self._open_spill()
+        if self.spill is not None:
+            self._spill_write(stream, text)
+
+    def _open_spill(self):
+        self.spill_path = "%s/output-%d.txt" % (self.SPILL_DIR, self.n)
+        try:
+            os.makedirs(self.SPILL_DIR, exist_ok=True)
+            _prune(self.SPILL_DIR, self.KEEP_FILES - 1, self.SPILL_BUDGET - self.SPILL_CAP)
+            self.spill = open(self.spill_path, "w", encoding="utf-8", errors="replace")
+            self.spill_bytes = 0
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            return
+        log, self.memlog = self.memlog, []
+        for stream, text in log:
+            self._spill_write(stream, text)
+
+    def _spill_write(self, stream, text):
+        try:
+            if stream != self.spill_stream:
+                self.spill.write(("" if self._spill_at_line_start() else "\n") + stream + ":\n")
+                self.spill_stream = stream
+            room = self.SPILL_CAP - self.spill_bytes
+            if len(text) > room:
+                self.spill.write(text[:max(room, 0)])
+                raise OSError("the saved output is capped at %d MiB" % (self.SPILL_CAP >> 20))
+            self.spill.write(text)
+            self.spill_bytes += len(text)
+            self._spill_last = text[-1:]
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            try:
+                self.spill.close()
+            except OSError:
+                pass
+            self.spill = None
+
+    def _spill_at_line_start(self):
+        return getattr(self, "_spill_last", "\n") in ("\n", "")
+
+    def _flush(self, out=None):
+        """Sends the pending output, or appends its frames to out."""
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        for stream, text in _merge(pending):
+            params = {"call": self.call, "stream": stream, "data": text}
+            if out is None:
+                self.link.notify("output", params)
+            else:
+                out.append({"jsonrpc": "2.0", "method": "output", "params": params})
+
+    def _flusher(self):
+        while True:
+            self.wake.wait(self.PREVIEW_EVERY if self.preview_dirty else None)
+            time.sleep(0.02)
+            self.wake.clear()
+            with self.lock:
+                if self.call is not None and self.pending:
+                    try:
+                        self._flush()
+                    except Exception as e:
+                        diag("output not streamed: %s: %s" % (type(e).__name__, e))
+                if self.call is not None and self.preview_dirty and time.monotonic() - self.preview_at >= self.PREVIEW_EVERY:
+                    try:
+                        self._preview()
+                    except Exception as e:
+                        diag("progress preview not sent: %s: %s" % (type(e).__name__, e))
+
+    # Progress previews: while a call prints past the streamed head, the
+    # newest output (at most PREVIEW_BYTES) goes to the host at most every
+    # PREVIEW_EVERY seconds, for progress notifications only.
+    PREVIEW_EVERY = 0.25
+    PREVIEW_BYTES = 1024
+
+    def _preview(self):
+        parts, size = [], 0
+        for _, data in reversed(self.tail):
+            parts.append(data)
+            size += len(data)
+            if size >= self.PREVIEW_BYTES:
+                break
+        text = _cut_tail(b"".join(reversed(parts)), self.PREVIEW_BYTES).decode("utf-8", "replace")
+        self.preview_dirty = False
+        self.preview_at = time.monotonic()
+        self.link.notify("progress", {"call": self.call, "data": text})
+
+    def finish(self, result_repr, out):
+        """Ends the call: appends the frames of what is left to out (the
+        caller sends them with its reply) and returns (truncated, bytes, repr)."""
+        with self.lock:
+            truncated = self.dropped > 0
+            if result_repr is not None:
+                rb = result_repr.encode("utf-8", "replace")
+                self.total += len(rb)
+                if len(rb) > self.half:
+                    truncated = True
+                    self._record("stdout", "\n" + result_repr + "\n")
+                    quarter = self.half // 2
+                    head, tail = _cut_head(rb, quarter), _cut_tail(rb, quarter)
+                    omitted = len(rb) - len(head) - len(tail)
+                    result_repr = "%s\n[... %d bytes omitted ...]\n%s" % (head.decode(), omitted, tail.decode())
+                    self.dropped += omitted
+            if self.dropped:
+                marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.spill_path or "%s/output-%d.txt" % (self.SPILL_DIR, self.n))
+                if self.spill is None and self.spill_error is None:
+                    self._open_spill()
+                if self.spill_error is not None:
+                    marker += "; full output not saved: " + self.spill_error
+                marker += " ...]"
+                head_text = "".join(t for _, t in self.pending)
+                last = head_text[-1:] if head_text else ""
+                self.pending.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + "\n"))
+            for stream, data in self.tail:
+                self.pending.append((stream, data.decode("utf-8")))
+            self._flush(out)
+            if self.spill is not None:
+                try:
+                    self.spill.close()
+                except OSError:
+                    pass
+            total = self.total
+            self.call = None
+            self.memlog = []
+            self.tail = collections.deque()
+            return truncated, total, result_repr
+
+
+def _merge(chunks):
+    out = []
+    for stream, text in chunks:
+        if out and out[-1][0] == stream:
+            out[-1] = (stream, out[-1][1] + text)
+        else:
+            out.append((stream, text))
+    return out
+
+
+def _cut_head(data, n):
+    """The longest prefix of data of at most n bytes that ends on a UTF-8 boundary."""
+    n = min(n, len(data))
+    while n > 0 and n < len(data) and (data[n] & 0xC0) == 0x80:
+        n -= 1
+    return data[:n]
+
+
+def _cut_tail(data, n):
+    """The longest suffix of data of at most n bytes that starts on a UTF-8 boundary."""
+    start = max(0, len(data) - n)
+    while start < len(data) and (data[start] & 0xC0) == 0x80:
+        start += 1
+    return data[start:]
+
+
+def _prune(directory, keep, budget, prefix="output-", suffix=".txt"):
+    """Deletes the oldest saved files (outputs, or images for display.py)
+    until at most keep files and budget bytes remain."""
+    try:
+        paths = [os.path.join(directory, n) for n in os.listdir(directory)
+                 if n.startswith(prefix) and n.endswith(suffix)]
+        stats = sorted(((os.stat(p), p) for p in paths), key=lambda sp: sp[0].st_mtime)
+        total = sum(st.st_size for st, _ in stats)
+        while stats and (len(stats) > keep or total > budget):
+            st, p = stats.pop(0)
+            os.unlink(p)
+            total -= st.st_size
+    except OSError:
+        pass
+
+
+class CaptureStream(io.TextIOBase):
+    """sys.stdout / sys.stderr replacement that feeds Capture."""
+
+    def __init__(self, capture, stream, fd):
+        self._capture = capture
+        self._stream = stream
+        self._fd = fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if route is None or not route(self._stream, s):
+            self._capture.write(self._stream, s)
+        return len(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def readable(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+    @property
+    def name(self):
+        return "<%s>" % self._stream
+
+    @property
+    def buffer(self):
+        return _BinaryCapture(self)
+
+
+class _BinaryCapture(io.RawIOBase):
+    def __init__(self, text):
+        self._text = text
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        self._text.write(bytes(b).decode("utf-8", "replace"))
+        return len(b)
+
+
+class Pump:
+    """Feeds OS-level writes to fds 1 and 2 into the active call's stderr.
+
+    sync() writes a marker through the same pipe and waits until the pump
+    has read it, so everything written before the call ended is captured.
+    """
+
+    MARK = b"\x00bridge-sync\x00"
+
+    def __init__(self, fd, capture):
+        self._fd = fd
+        self._capture = capture
+        self._synced = threading.Event()
+        self._decoder = None
+        threading.Thread(target=self._run, name="fd-pump", daemon=True).start()
+
+    def sync(self, timeout=0.5):
+        self._synced.clear()
+        try:
+            os.write(1, self.MARK)
+        except OSError:
+            return
+        self._synced.wait(timeout)
+
+    def _run(self):
+        import codecs
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = b""
+        while True:
+            try:
+                data = os.read(self._fd, 65536)
+            except InterruptedError:
+                continue
+            if not data:
+                return
+            data = pending + data
+            pending = b""
+            while True:
+                i = data.find(self.MARK)
+                if i < 0:
+                    break
+                self._emit(decoder.decode(data[:i], final=True))
+                data = data[i + len(self.MARK):]
+                self._synced.set()
+            # Keep a partial marker for the next read.
+            keep = 0
+            for k in range(len(self.MARK) - 1, 0, -1):
+                if data.endswith(self.MARK[:k]):
+                    keep = k
+                    break
+            if keep:
+                data, pending = data[:-keep], data[-keep:]
+            self._emit(decoder.decode(data))
+
+    def _emit(self, text):
+        if text:
+            self._capture.write("stderr", text)
