@@ -91,7 +91,7 @@ func commandTable() []command {
 		{"image", "build [flags]", "build the sandbox image",
 			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.",
 			(*Main).imageCmd},
-		{"bench", "[flags]", "measure tokens, latency, proxy overhead and memory against baselines",
+		{"bench", "[flags]", "measure tokens, latency, proxy overhead, memory and scaling against baselines",
 			"Writes bench.json and bench.md to --out and prints the markdown table.",
 			(*Main).benchCmd},
 		{"version", "", "print the version", "", (*Main).versionCmd},
