@@ -180,8 +180,10 @@ print(_j.dumps([_p, _i]))`, max(5, o.Samples/20), sandboxImports)
 	if err != nil {
 		return err
 	}
+	// The first line: notes (a state loss after the spare figure's
+	// sessions evicted this one) may follow.
 	var secs [2][]float64
-	if err := json.Unmarshal([]byte(strings.TrimSpace(res)), &secs); err != nil {
+	if err := json.Unmarshal([]byte(strings.SplitN(strings.TrimSpace(res), "\n", 2)[0]), &secs); err != nil {
 		return fmt.Errorf("bench: interpreter timings %q: %w", res, err)
 	}
 	toD := func(v []float64) []time.Duration {
