@@ -166,7 +166,8 @@ func (m *Sessions) Serve(ctx context.Context) error {
 				m.spareDue = time.After(spareDelay) // it is ready; its first call is running or coming
 				continue
 			}
-			m.nextSpare()
+			// Served (its result is still on its way to the client) or gone.
+			m.adopted, m.spareDue = nil, time.After(spareSettle)
 		case <-m.spareDue:
 			m.nextSpare()
 		case now := <-m.ticks:
@@ -188,8 +189,12 @@ func (m *Sessions) Serve(ctx context.Context) error {
 }
 
 // spareDelay is the longest the next spare waits for the adopted one's
-// first call once that one is ready.
-const spareDelay = time.Second
+// first call once that one is ready; spareSettle is how long it waits after
+// that call, whose result is then still being rendered and sent.
+const (
+	spareDelay  = time.Second
+	spareSettle = 100 * time.Millisecond
+)
 
 // adoptedUp fires when the last adopted spare has exited, when it is ready
 // (until spareDue is armed), then when it has served its first call; nil
