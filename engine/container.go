@@ -228,22 +228,12 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 
 // limitFacts returns the runtime facts fallbackLimits reads, without
 // waiting for the probe (`podman info` takes 0.5 s and more, on every cold
-// start) where they cannot change the argv: the zero facts, which say
-// cgroups enforce the limits.
+// start) when they are known here (localLimitFacts).
 func (l *Launcher) limitFacts(podman bool) RuntimeFacts {
-	if cgroupLimitsHere(podman) {
-		return RuntimeFacts{}
+	if f, ok := localLimitFacts(podman); ok {
+		return f
 	}
 	return l.Facts()
-}
-
-// cgroupLimitsHere reports whether cgroups enforce the sandbox's limits
-// whatever the runtime probe says: podman run as root is rootful, and on a
-// cgroup v2 host only cgroup v1 rootless engines lack them. A variable for
-// tests.
-var cgroupLimitsHere = func(podman bool) bool {
-	var fs unix.Statfs_t
-	return (podman && os.Geteuid() == 0) || (unix.Statfs("/sys/fs/cgroup", &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC)
 }
 
 // Remove force-removes a container by name (CLN-4), bounded by ctx.

@@ -229,7 +229,7 @@ func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
 func (e *Engine) limitsNote(r *actors.Result) {
-	f, ok := e.Launcher.knownFacts()
+	f, ok := e.Launcher.limitsKnown()
 	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
 		return
 	}

@@ -22,6 +22,23 @@ const probeTimeout = 15 * time.Second
 // container start needs its answer.
 const probeDelay = 2 * time.Second
 
+func knownHere(podman bool) bool {
+	_, ok := localLimitFacts(podman)
+	return ok
+}
+
+// limitsKnown returns the facts the limits depend on without waiting: the
+// probe's once it has answered, else the local ones (localLimitFacts).
+func (l *Launcher) limitsKnown() (RuntimeFacts, bool) {
+	if f, ok := l.knownFacts(); ok {
+		return f, true
+	}
+	if _, podman, _, err := l.resolve(); err == nil {
+		return localLimitFacts(podman)
+	}
+	return RuntimeFacts{}, false
+}
+
 // RuntimeFacts are what the container engine reports about itself (RT-4):
 // read once per process, in the background, by Launcher.Facts.
 type RuntimeFacts struct {
@@ -232,7 +249,7 @@ func (l *Launcher) Serve(ctx context.Context) error {
 	// probe (`podman info`: 0.5 s and more of CPU) waits until the first
 	// container has started, like the startup sweep; a bridge exec that is
 	// done by then never runs it.
-	if _, podman, _, err := l.resolve(); err == nil && cgroupLimitsHere(podman) {
+	if _, podman, _, err := l.resolve(); err == nil && knownHere(podman) {
 		select {
 		case <-time.After(probeDelay):
 		case <-ctx.Done():

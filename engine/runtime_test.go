@@ -98,10 +98,10 @@ func TestProbeRuntime(t *testing.T) {
 // --ulimit data=<memory bytes> and nproc bounded by the pids limit, and the
 // launcher states the warning; with enforcing cgroups neither.
 func TestLimitsFallback(t *testing.T) {
-	// The probe decides: as if on a cgroup v1 host, not as root.
-	here := cgroupLimitsHere
-	cgroupLimitsHere = func(bool) bool { return false }
-	defer func() { cgroupLimitsHere = here }()
+	// The probe decides (as for docker on cgroup v1).
+	here := localLimitFacts
+	localLimitFacts = func(bool) (RuntimeFacts, bool) { return RuntimeFacts{}, false }
+	defer func() { localLimitFacts = here }()
 	for _, rootless := range []bool{true, false} {
 		stdout := podmanRootlessV1
 		if !rootless {
@@ -134,15 +134,16 @@ func TestLimitsFallback(t *testing.T) {
 	}
 }
 
-// TestCommandSkipsProbeWhereLimitsHold: where cgroups enforce the limits
-// whatever the runtime reports (podman as root, a cgroup v2 host), a
+// TestCommandSkipsProbeWhereFactsAreLocal: where the facts the limits
+// depend on are known locally (a local podman, a cgroup v2 host), a
 // container command never waits for the runtime probe, which takes 0.5 s
-// and more on a cold start; elsewhere it waits and applies the fallbacks.
-func TestCommandSkipsProbeWhereLimitsHold(t *testing.T) {
-	here := cgroupLimitsHere
-	defer func() { cgroupLimitsHere = here }()
+// and more on a cold start; elsewhere it waits for the probe and applies
+// its fallbacks.
+func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
+	here := localLimitFacts
+	defer func() { localLimitFacts = here }()
 	for _, holds := range []bool{true, false} {
-		cgroupLimitsHere = func(bool) bool { return holds }
+		localLimitFacts = func(bool) (RuntimeFacts, bool) { return RuntimeFacts{}, holds }
 		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m"}), t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func TestCommandSkipsProbeWhereLimitsHold(t *testing.T) {
 		waited := took >= 2*time.Second
 		hasData := slices.Contains(flagValues(cmd.Argv, "--ulimit"), "data=268435456:268435456")
 		if waited == holds || hasData == holds {
-			t.Errorf("limits hold here: %v; Command took %v (waited for the probe: %v), data ulimit: %v", holds, took, waited, hasData)
+			t.Errorf("facts known here: %v; Command took %v (waited for the probe: %v), data ulimit: %v", holds, took, waited, hasData)
 		}
 	}
 }
@@ -208,5 +209,18 @@ func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("rootless=%v: notes per result %v, want %v", rootless, got, want)
 		}
+	}
+}
+
+// TestLocalLimitFacts: a local podman's facts are its euid's mode and the
+// host's cgroup version, what `podman info` reports for it.
+func TestLocalLimitFacts(t *testing.T) {
+	f, ok := localLimitFacts(true)
+	if !ok || f.Rootless != (os.Geteuid() != 0) || (f.Cgroup != "1" && f.Cgroup != "2") {
+		t.Errorf("local podman facts: %+v, %v", f, ok)
+	}
+	t.Setenv("CONTAINER_HOST", "unix:///run/podman/podman.sock")
+	if _, ok := localLimitFacts(true); ok {
+		t.Errorf("a remote podman's facts are local")
 	}
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package engine
+
+// localLimitFacts: elsewhere (a podman machine, Docker Desktop) only the
+// runtime probe knows. A variable for tests.
+var localLimitFacts = func(podman bool) (RuntimeFacts, bool) { return RuntimeFacts{}, false }
