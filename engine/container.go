@@ -50,7 +50,7 @@ type ArgvSpec struct {
 	Mounts  []Mount
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
-	IDMap   *IDMap // per-session user namespace (rootful podman); nil adds none
+	IDMap   *IDMap // per-session user namespace (podman); nil adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -77,8 +77,8 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Seccomp != "" {
 		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
 	}
-	if m := s.IDMap; m != nil {
-		a = append(a, "--uidmap", fmt.Sprintf("0:%d:%d", m.UID, idBlockSize), "--gidmap", fmt.Sprintf("0:%d:%d", m.GID, idBlockSize))
+	if s.IDMap != nil {
+		a = append(a, s.IDMap.Args()...)
 	}
 	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
