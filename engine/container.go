@@ -207,11 +207,12 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	var idmap *IDMap
 	release := func() {}
 	if ids != nil {
-		m, rel, err := ids.acquire()
-		if err != nil {
-			return actors.SandboxCommand{}, err
+		// Without a map the session still runs, sharing a host uid.
+		if m, rel, err := ids.acquire(); err != nil {
+			l.log.Warn().Err(err).Str("session", session).Msg("this session shares a host uid with others")
+		} else {
+			idmap, release = &m, rel
 		}
-		idmap, release = &m, rel
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	spec := ArgvSpec{
