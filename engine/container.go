@@ -50,7 +50,7 @@ type ArgvSpec struct {
 	Mounts  []Mount
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
-	IDMap   *IDMap // per-session user namespace (rootful podman); nil adds none
+	IDMap   *IDMap // per-session user namespace (podman); nil adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -77,8 +77,8 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Seccomp != "" {
 		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
 	}
-	if m := s.IDMap; m != nil {
-		a = append(a, "--uidmap", fmt.Sprintf("0:%d:%d", m.UID, idBlockSize), "--gidmap", fmt.Sprintf("0:%d:%d", m.GID, idBlockSize))
+	if s.IDMap != nil {
+		a = append(a, s.IDMap.Args()...)
 	}
 	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
@@ -207,11 +207,12 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	var idmap *IDMap
 	release := func() {}
 	if ids != nil {
-		m, rel, err := ids.acquire()
-		if err != nil {
-			return actors.SandboxCommand{}, err
+		// Without a map the session still runs, sharing a host uid.
+		if m, rel, err := ids.acquire(); err != nil {
+			l.log.Warn().Err(err).Str("session", session).Msg("this session shares a host uid with others")
+		} else {
+			idmap, release = &m, rel
 		}
-		idmap, release = &m, rel
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	spec := ArgvSpec{
@@ -310,12 +311,25 @@ func (l *Launcher) switchToRunc() bool {
 	return true
 }
 
-// firstLine is the first non-empty line of s, "(no output)" when none.
+// firstLine is the first non-empty line of s that is not a runtime's
+// warning (rootless podman on cgroup v1 prints one before every error), the
+// first warning when there is nothing else, "(no output)" when none.
 func firstLine(s string) string {
+	warning := ""
 	for _, line := range strings.Split(s, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
+		switch line = strings.TrimSpace(line); {
+		case line == "":
+		case strings.Contains(line, "level=warning") || strings.HasPrefix(line, "WARNING:") ||
+			strings.HasPrefix(line, "Resource limits are not supported and ignored"):
+			if warning == "" {
+				warning = line
+			}
+		default:
 			return line
 		}
+	}
+	if warning != "" {
+		return warning
 	}
 	return "(no output)"
 }
