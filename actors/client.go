@@ -95,11 +95,15 @@ type Client struct {
 	deps *ClientDeps
 	log  zerolog.Logger
 
-	uses    chan chan useReply
-	events  chan clientEvent
-	removed atomic.Value // string: set before the actor is stopped by a reload
+	uses   chan chan useReply
+	events chan clientEvent
+	// removed is why a reload stops this actor: written once by the servers
+	// manager (retire) before it removes the actor's supervisor, read by
+	// callers whose call fails; Serve never touches it.
+	removed atomic.Value // string
 
-	// Owned by the Serve goroutine.
+	// Owned by the Serve goroutine. reset clears what one run leaves behind,
+	// so a run after a panic starts from no connection and no waiters.
 	conn      *serverConn
 	starting  bool
 	waiters   []chan useReply
@@ -222,13 +226,36 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	default:
 	}
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return nil, fmt.Errorf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)
+		return nil, &callTimeoutError{fmt.Sprintf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)}
 	}
 	return nil, err
 }
 
-// Serve runs the actor until ctx ends, then stops the server.
+// ErrCallTimeout marks a tool call that the bridge's own deadline ended
+// (TMO-4); a server's error text never matches it.
+var ErrCallTimeout = errors.New("call timeout")
+
+// callTimeoutError keeps ErrCallTimeout out of the message while errors.Is
+// still finds it.
+type callTimeoutError struct{ msg string }
+
+func (e *callTimeoutError) Error() string { return e.msg }
+func (e *callTimeoutError) Unwrap() error { return ErrCallTimeout }
+
+// retire records why a reload stops the actor; the servers manager calls
+// it before it removes the actor's supervisor.
+func (c *Client) retire(why string) { c.removed.Store(why) }
+
+// reset clears the state one Serve run leaves behind.
+func (c *Client) reset() {
+	c.conn, c.starting, c.waiters, c.eager = nil, false, nil, false
+}
+
+// Serve runs the actor until ctx ends, then stops the server. suture calls
+// it again after a panic: every run starts from no connection and no
+// waiters, and answers each waiter it took exactly once.
 func (c *Client) Serve(ctx context.Context) error {
+	c.reset()
 	var (
 		restart   *time.Timer
 		refresh   *time.Timer
@@ -244,9 +271,15 @@ func (c *Client) Serve(ctx context.Context) error {
 			c.conn.close()
 		}
 		c.wg.Wait()
-		for _, w := range c.waiters {
-			w <- useReply{err: fmt.Errorf("Server '%s' was removed from the configuration", c.spec.Name)}
+		c.dropEvents()
+		why := fmt.Errorf("Server '%s' was removed from the configuration", c.spec.Name)
+		if ctx.Err() == nil { // a panic, not a stop
+			why = fmt.Errorf("Server '%s' was restarted after an internal error; retry the call", c.spec.Name)
 		}
+		for _, w := range c.waiters {
+			w <- useReply{err: why}
+		}
+		c.reset()
 	}()
 	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
 		c.tools = tools
@@ -362,6 +395,21 @@ func (c *Client) Serve(ctx context.Context) error {
 	}
 }
 
+// dropEvents empties the mailbox after the run's goroutines have ended:
+// a connection reported there but never taken is closed.
+func (c *Client) dropEvents() {
+	for {
+		select {
+		case ev := <-c.events:
+			if ev.conn != nil && ev.kind == evStarted {
+				ev.conn.close()
+			}
+		default:
+			return
+		}
+	}
+}
+
 func (c *Client) noteFailure(err error) {
 	c.lastErr = err
 	c.failures++
@@ -440,8 +488,9 @@ type serverConn struct {
 	version string
 	started time.Time
 	ids     atomic.Int64
-	// inflight counts calls in progress; served is set by the first
-	// successful call.
+	// inflight counts calls in progress: written by callers (Client.Call),
+	// read by Serve's idle check. served is set by the first successful
+	// call and read by Serve when the server exits.
 	inflight atomic.Int64
 	served   atomic.Bool
 	children ChildRegistry

@@ -83,7 +83,10 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
-		raw, _ = json.Marshal(req.Params.Arguments)
+		if raw, err = json.Marshal(req.Params.Arguments); err != nil {
+			msg := fmt.Sprintf("run_python arguments: %v", err)
+			return f.shape(ctx, f.cfg.Render(Result{Status: StatusValidation, Error: msg, Session: DefaultSession})), nil
+		}
 	}
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))

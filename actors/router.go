@@ -481,7 +481,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
-		if strings.Contains(err.Error(), "timed out after") {
+		if errors.Is(err, ErrCallTimeout) {
 			kind, code = protocol.KindTimeout, protocol.CodeTimeout
 		}
 		return nil, LinkError(code, kind, err.Error())

@@ -187,7 +187,7 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 
 // stop ends a server; why is what its in-flight calls report (RLD-3).
 func (m *Servers) stop(ls *liveServer, why string) {
-	ls.client.removed.Store(why)
+	ls.client.retire(why)
 	if err := m.sup.RemoveAndWait(ls.token, 10*time.Second); err != nil {
 		m.log.Warn().Err(err).Str("server", ls.spec.Name).Msg("stopping server")
 	}

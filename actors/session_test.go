@@ -59,16 +59,26 @@ func testConfig(l Launcher) *SandboxConfig {
 // test ends.
 func startSessions(t *testing.T, cfg *SandboxConfig, maxSessions int) *Sessions {
 	t.Helper()
-	sup := suture.New("sessions-test", suture.Spec{EventHook: func(suture.Event) {}})
+	sup := quietSupervisor("sessions-test")
 	m := NewSessions(cfg, sup, maxSessions, 0)
 	sup.Add(m)
+	serveUntilCleanup(t, sup)
+	return m
+}
+
+// quietSupervisor is a supervisor that logs nothing.
+func quietSupervisor(name string) *suture.Supervisor {
+	return suture.New(name, suture.Spec{EventHook: func(suture.Event) {}})
+}
+
+// serveUntilCleanup runs sup until the test ends, and waits for it.
+func serveUntilCleanup(t *testing.T, sup *suture.Supervisor) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := sup.ServeBackground(ctx)
 	t.Cleanup(func() {
 		cancel()
 		<-errc
 	})
-	return m
 }
 
 func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {

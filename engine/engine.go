@@ -306,7 +306,9 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Re
 	go e.logEvents(ctx, &wg)
 	go func() {
 		defer wg.Done()
-		_ = e.root(nil).Serve(ctx)
+		if err := e.root(nil).Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			e.Log.Error().Err(err).Msg("actors stopped")
+		}
 	}()
 	res := e.dispatcher.RunArgs(ctx, args, queued)
 	res.Notes = append(res.Notes, args.Notes...)

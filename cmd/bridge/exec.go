@@ -66,7 +66,10 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	if *timeout != 0 {
 		raw["timeout"] = *timeout
 	}
-	rawJSON, _ := json.Marshal(raw)
+	rawJSON, err := json.Marshal(raw)
+	if err != nil {
+		return m.usage("exec: arguments: %v", err)
+	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
 	a, msg := e.Validate(rawJSON)
 	var res actors.Result
@@ -83,7 +86,10 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
 			}
 		}
-		fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode))
+		if _, err := fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode)); err != nil {
+			res.Status = actors.StatusError
+			fmt.Fprintf(m.Stderr, "bridge: exec: write result: %v\n", err)
+		}
 	}
 	if msg != "" {
 		emit(actors.Result{Status: actors.StatusValidation, Error: msg, Session: actors.DefaultSession})
