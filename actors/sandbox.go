@@ -20,6 +20,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // SandboxCommand is how to start one sandbox process.
@@ -124,7 +125,7 @@ type activeCall struct {
 	scope Scope
 
 	mu        sync.Mutex
-	output    []Chunk         // finished runs; the current run is in cur
+	output    []result.Chunk  // finished runs; the current run is in cur
 	cur       strings.Builder // the run being appended to: linear in its size
 	curStream string
 	bytes     int
@@ -147,19 +148,19 @@ func (a *activeCall) add(stream, data string) {
 	}
 	a.bytes += len(data)
 	if a.cur.Len() > 0 && a.curStream != stream {
-		a.output = append(a.output, Chunk{Stream: a.curStream, Data: a.cur.String()})
+		a.output = append(a.output, result.Chunk{Stream: a.curStream, Data: a.cur.String()})
 		a.cur = strings.Builder{}
 	}
 	a.curStream = stream
 	a.cur.WriteString(data)
 }
 
-func (a *activeCall) snapshot() ([]Chunk, bool, bool) {
+func (a *activeCall) snapshot() ([]result.Chunk, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := append([]Chunk(nil), a.output...)
+	out := append([]result.Chunk(nil), a.output...)
 	if a.cur.Len() > 0 {
-		out = append(out, Chunk{Stream: a.curStream, Data: a.cur.String()})
+		out = append(out, result.Chunk{Stream: a.curStream, Data: a.cur.String()})
 	}
 	return out, a.truncated, a.reset
 }
@@ -574,7 +575,7 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 	case protocol.MethodOutput:
 		var p protocol.OutputParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil ||
-			(p.Stream != StreamStdout && p.Stream != StreamStderr) {
+			(p.Stream != result.StreamStdout && p.Stream != result.StreamStderr) {
 			s.log.Debug().Msg("link: invalid output frame dropped")
 			return
 		}

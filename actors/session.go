@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // interruptGrace is how long an interrupted cell may take to end before its
@@ -25,7 +26,7 @@ type ExecRequest struct {
 	Servers  []protocol.Server
 	Timeout  time.Duration
 	Deadline time.Time // queued time + Timeout (TMO-1)
-	Reply    chan Result
+	Reply    chan result.Result
 
 	// Discovered is every configured server name (MCP_DISCOVERED_SERVERS).
 	Discovered []string
@@ -112,7 +113,7 @@ func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
 			return false
 		}
 	}
-	req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
+	req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
 	return true
 }
 
@@ -152,7 +153,7 @@ func (s *Session) settle(why string) {
 
 // callDone is what a call goroutine hands back to the actor.
 type callDone struct {
-	result Result
+	result result.Result
 	sb     *sandbox // the sandbox after the call; nil if it is gone
 	reset  bool
 }
@@ -202,7 +203,7 @@ func (s *Session) Serve(ctx context.Context) error {
 				req := queue[0]
 				queue = queue[1:]
 				if req.Ctx.Err() != nil {
-					req.Reply <- Result{Status: StatusError, Error: "cancelled", Session: s.name}
+					req.Reply <- result.Result{Status: result.StatusError, Error: "cancelled", Session: s.name}
 					continue
 				}
 				s.calls++
@@ -231,8 +232,8 @@ func (s *Session) Serve(ctx context.Context) error {
 					continue
 				}
 				t := int(req.Timeout / time.Second)
-				req.Reply <- Result{
-					Status: StatusTimeout, Session: s.name, TimeoutSeconds: t,
+				req.Reply <- result.Result{
+					Status: result.StatusTimeout, Session: s.name, TimeoutSeconds: t,
 					Error: fmt.Sprintf("Session '%s' was busy with another call for the whole %ds timeout", s.name, t),
 				}
 			}
@@ -284,7 +285,7 @@ func (s *Session) Serve(ctx context.Context) error {
 			queue = s.hold(queue)
 			s.settle(stoppedShutdown)
 			for _, req := range queue {
-				req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
+				req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
 			}
 			close(s.done)
 			return ctx.Err()
@@ -392,11 +393,11 @@ func (s *Session) start(ctx context.Context) (*sandbox, error) {
 func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n int64, loss string) callDone {
 	start := time.Now()
 	t := int(req.Timeout / time.Second)
-	res := Result{Session: s.name, TimeoutSeconds: t}
+	res := result.Result{Session: s.name, TimeoutSeconds: t}
 	for _, srv := range req.Servers {
 		res.Servers = append(res.Servers, srv.Name)
 	}
-	finish := func(r Result, sb *sandbox, reset bool) callDone {
+	finish := func(r result.Result, sb *sandbox, reset bool) callDone {
 		if loss != "" && !r.StateLost {
 			r.StateLost, r.LossReason = true, loss
 		}
@@ -413,7 +414,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		loss = prior
 	}
 	if err != nil {
-		res.Status, res.Error = StatusError, err.Error()
+		res.Status, res.Error = result.StatusError, err.Error()
 		return finish(res, nil, false)
 	}
 	call := &activeCall{
@@ -516,14 +517,14 @@ wait:
 		res.Notes = append(res.Notes, boxNotes(r.Notes)...)
 		switch {
 		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
-			res.Status = StatusTimeout
+			res.Status = result.StatusTimeout
 			res.Error = fmt.Sprintf("Execution timed out after %ds", t)
 		case r.Outcome == protocol.OutcomeOK || (r.Outcome == protocol.OutcomeExit && r.ExitCode == 0):
-			res.Status = StatusSuccess
-			res.ExitCode = IntPtr(0)
+			res.Status = result.StatusSuccess
+			res.ExitCode = result.IntPtr(0)
 		default:
-			res.Status = StatusError
-			res.ExitCode = IntPtr(r.ExitCode)
+			res.Status = result.StatusError
+			res.ExitCode = result.IntPtr(r.ExitCode)
 			res.Error = r.Error
 		}
 		return finish(res, sb, reset || r.Reset)
@@ -532,7 +533,7 @@ wait:
 	// The exec frame never left: it is over the frame cap (the code plus
 	// the granted servers' tool lists). The sandbox is untouched.
 	if errors.Is(got.err, protocol.ErrFrameTooLarge) {
-		res.Status = StatusError
+		res.Status = result.StatusError
 		res.Error = fmt.Sprintf("The code and the tool lists of the servers it may call do not fit in one frame: %v (MCP_BRIDGE_MAX_FRAME_BYTES); send less code or fewer servers", got.err)
 		return finish(res, sb, false)
 	}
@@ -551,25 +552,25 @@ wait:
 	res.StateLost = true
 	switch {
 	case timedOut || hardKill:
-		res.Status = StatusTimeout
+		res.Status = result.StatusTimeout
 		res.Error = fmt.Sprintf("Execution timed out after %ds", t)
 		res.LossReason = "timeout"
 	case stalled:
-		res.Status = StatusError
+		res.Status = result.StatusError
 		res.Error = fmt.Sprintf("The sandbox stopped reading its link for %ds; the session was restarted", int(linkWriteBound/time.Second))
 		res.LossReason = "link stalled"
 	case !died:
-		res.Status = StatusError
+		res.Status = result.StatusError
 		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
 		res.LossReason = "invalid reply from the sandbox"
 	case code == exitOOMKilled:
-		res.Status = StatusError
-		res.ExitCode = IntPtr(137)
+		res.Status = result.StatusError
+		res.ExitCode = result.IntPtr(137)
 		res.Error = fmt.Sprintf("memory limit exceeded (MCP_BRIDGE_MEMORY=%s); the session was restarted", s.cfg.MemoryLabel)
 		res.LossReason = exitReason(sb)
 	default:
-		res.Status = StatusError
-		res.ExitCode = IntPtr(code)
+		res.Status = result.StatusError
+		res.ExitCode = result.IntPtr(code)
 		res.Error = fmt.Sprintf("Sandbox exited with code %d", code)
 		res.LossReason = exitReason(sb)
 	}

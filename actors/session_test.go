@@ -10,6 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/thejerf/suture/v4"
+
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // fakeLauncher starts argv as every sandbox (none when argv is nil); Remove
@@ -82,7 +84,7 @@ func serveUntilCleanup(t *testing.T, sup *suture.Supervisor) {
 }
 
 func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {
-	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan Result, 1)}
+	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan result.Result, 1)}
 }
 
 // TestEvictedSessionAnswersEveryCall: a caller that got a session just
@@ -110,7 +112,7 @@ func TestEvictedSessionAnswersEveryCall(t *testing.T) {
 	}
 	select {
 	case got := <-req.Reply:
-		if want := "no sandbox in this test"; got.Status != StatusError || got.Error != want {
+		if want := "no sandbox in this test"; got.Status != result.StatusError || got.Error != want {
 			t.Errorf("got %s %q, want the error of a replacement session's start %q", got.Status, got.Error, want)
 		}
 	case <-time.After(10 * time.Second):
@@ -149,7 +151,7 @@ func TestQueuedCallOwnDeadline(t *testing.T) {
 	}
 	select {
 	case got := <-short.Reply:
-		if got.Status != StatusTimeout {
+		if got.Status != result.StatusTimeout {
 			t.Errorf("short queued call: %s %q, want a timeout", got.Status, got.Error)
 		}
 	case got := <-first.Reply:
@@ -173,7 +175,7 @@ func TestEvictionDoesNotBlockManager(t *testing.T) {
 	}
 	req := newRequest(ctx, 20*time.Second)
 	a.Exec(ctx, req)
-	if got := <-req.Reply; got.Status != StatusSuccess {
+	if got := <-req.Reply; got.Status != result.StatusSuccess {
 		t.Fatalf("call in a: %s %q", got.Status, got.Error)
 	}
 	before := l.returned.Load()

@@ -24,6 +24,7 @@ import (
 	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // Engine is one bridge process's actors and their configuration.
@@ -106,11 +107,11 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.sessSup.Add(e.sessions)
 	e.dispatcher = &actors.Dispatcher{
 		Sessions:       e.sessions,
-		Resolve:        e.resolve,
+		Discovery:      e.discovery,
+		Router:         e.router,
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
-		Discovered:     e.router.DiscoveredNames,
 	}
 	return e
 }
@@ -126,15 +127,6 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 		Store:        e.store,
 		Log:          e.Log,
 	}
-}
-
-// resolve confirms the configuration is current (RLD-1), then maps the
-// servers argument to the servers granted to the call.
-func (e *Engine) resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
-	if err := e.discovery.Check(ctx); err != nil {
-		return nil, err
-	}
-	return e.router.Resolve(ctx, names)
 }
 
 func (e *Engine) configOptions() config.Options {
@@ -213,13 +205,13 @@ func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // Render renders a result in the configured output mode.
-func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
+func (e *Engine) Render(r result.Result) *mcp.CallToolResult {
 	return render.Render(e.Env.OutputMode, r)
 }
 
 // renderTool renders a run_python result for the MCP front: Render plus the
 // limits warning on the first result of each session.
-func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
+func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
 	e.limitsNote(&r)
 	return e.Render(r)
 }
@@ -228,9 +220,9 @@ func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
 // result of each session where cgroups cannot enforce the sandbox's limits.
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
-func (e *Engine) limitsNote(r *actors.Result) {
+func (e *Engine) limitsNote(r *result.Result) {
 	f, ok := e.Launcher.knownFacts()
-	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
+	if !ok || r.Session == "" || r.Status == result.StatusValidation {
 		return
 	}
 	w := LimitsWarning(f, e.Env)
@@ -298,7 +290,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // Exec runs one call through the same actors as Serve (bridge exec). emit
 // gets the result before the actors stop, so a caller can print it without
 // waiting for container teardown.
-func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Result)) {
+func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Result)) {
 	queued := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
