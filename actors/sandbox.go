@@ -475,7 +475,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		s.handleNotification(req)
 		return
 	}
-	if !knownBoxMethods[req.Method] {
+	if !isBoxMethod(req.Method) {
 		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
 		return
 	}
@@ -608,14 +608,6 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		return struct{}{}, nil
 	}
 	return s.cfg.Router.ServeSandbox(ctx, a.scope, req.Method, params)
-}
-
-var knownBoxMethods = map[string]bool{
-	protocol.MethodListServers: true, protocol.MethodDiscoveredServers: true, protocol.MethodDescribeServer: true,
-	protocol.MethodListTools: true, protocol.MethodCallTool: true, protocol.MethodQueryToolDocs: true,
-	protocol.MethodSearchToolDocs: true, protocol.MethodSuggestTools: true, protocol.MethodReset: true,
-	protocol.MethodMemoryGet: true, protocol.MethodMemoryPut: true, protocol.MethodMemoryDelete: true, protocol.MethodMemoryList: true,
-	protocol.MethodSaveTool: true, protocol.MethodSavedTools: true, protocol.MethodDeleteTool: true,
 }
 
 // LinkError builds a link error with data.kind (LNK-6).
