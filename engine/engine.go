@@ -43,7 +43,7 @@ type Engine struct {
 	dispatcher *actors.Dispatcher
 	store      *catalogStore
 	children   *childRegistry
-	events     chan string
+	events     chan suture.Event
 	getenv     func(string) string
 	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
 	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
@@ -53,7 +53,7 @@ type Engine struct {
 // getenv is the bridge's environment, from which children get only the
 // variables ENV-1 allows. watch turns on config watching (bridge run --watch).
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
-	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256), getenv: getenv}
+	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv}
 	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
 	funcs := catalogFuncs()
 	e.router = actors.NewRouter(funcs)
@@ -184,7 +184,7 @@ func (e *Engine) spec() suture.Spec {
 	return suture.Spec{
 		EventHook: func(ev suture.Event) {
 			select {
-			case e.events <- ev.String():
+			case e.events <- ev:
 			default:
 			}
 		},
@@ -194,10 +194,11 @@ func (e *Engine) spec() suture.Spec {
 
 func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 	defer wg.Done()
+	l := eventLog{log: e.Log.With().Str("actor", "supervisor").Logger()}
 	for {
 		select {
-		case s := <-e.events:
-			e.Log.Warn().Str("actor", "supervisor").Msg(s)
+		case ev := <-e.events:
+			l.event(ev)
 		case <-ctx.Done():
 			return
 		}
