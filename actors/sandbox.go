@@ -104,7 +104,6 @@ type sandbox struct {
 
 	exited    <-chan struct{} // closed when the process has exited
 	active    atomic.Pointer[activeCall]
-	killed    atomic.Bool // the bridge removed it on purpose
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	admitted  chan struct{} // bounds running plus queued sandbox requests
@@ -389,7 +388,6 @@ func (s *sandbox) interrupt(call int64) {
 // any more; then the container is removed by name (CLN-4). Removing first
 // would race with a container still being created.
 func (s *sandbox) kill() {
-	s.killed.Store(true)
 	s.signalGroup(syscall.SIGKILL)
 	s.waitExit(stopBound)
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
@@ -406,7 +404,6 @@ func (s *sandbox) kill() {
 // records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
-		s.killed.Store(true)
 		polite := s.alive() && !s.linkStalled()
 		if polite {
 			wait := time.Second
