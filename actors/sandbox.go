@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,13 +89,14 @@ type sandbox struct {
 	cfg     *SandboxConfig
 	name    string // container name
 	session string
-	proc    *process
+	child   *child
+	proc    *process // child.proc
 	// releaseCmd frees the launcher's reservation (SandboxCommand.Release)
 	// once close is done.
 	releaseCmd func()
 	conn       *jsonrpc2.Conn
 	log        zerolog.Logger
-	stderr     *tailBuffer
+	stderr     *tailBuffer // child.stderr
 
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
@@ -111,9 +111,8 @@ type sandbox struct {
 	budget    int64
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
 	stallOnce sync.Once
-	readers   []io.Closer // read ends of stdout and stderr, closed by close
-	stdin     io.Closer   // the container's stdin; closing it is the polite stop
-	watchdog  *process    // removes the container when its pipe ends (close, or the bridge's death); nil when none
+	watchPipe io.Closer // the watchdog's pipe, held open until close
+	watchdog  *process  // removes the container when its pipe ends (close, or the bridge's death); nil when none
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -177,7 +176,6 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	s := &sandbox{
 		cfg: cfg, name: cmdSpec.Name, session: session, releaseCmd: cmdSpec.Release,
 		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
-		stderr:   newTailBuffer(50, 8<<10),
 		ready:    make(chan struct{}),
 		slots:    make(chan struct{}, maxRunning),
 		admitted: make(chan struct{}, maxRunning+maxQueued),
@@ -186,54 +184,21 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
 	cmd.Dir = cmdSpec.Dir
-	// Own every pipe: stdin is an *os.File so writes to it can have a
-	// deadline; exec.Cmd.Wait would close StdoutPipe readers and could drop
-	// the last frames the sandbox wrote before exiting.
-	var files []*os.File
-	pipe := func() (r, w *os.File) {
-		if err == nil {
-			if r, w, err = os.Pipe(); err == nil {
-				files = append(files, r, w)
-			}
-		}
-		return r, w
-	}
-	inR, inW := pipe()
-	outR, outW := pipe()
-	errR, errW := pipe()
-	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
-		cmdSpec.Release()
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	s.readers = []io.Closer{outR, errR}
-	s.stdin = inW
-	stream := protocol.NewLineStream(outR, inW, multiCloser{inW, outR}, cfg.MaxFrame, s.log)
-	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
-	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.spawned = time.Now()
 	// The CLI dies with the bridge (CLN-2); its own process group lets the
 	// bridge kill it and anything it started.
-	s.proc, err = startProcess(cmd)
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	s.child, err = startChild(cmd, s.log)
 	if err != nil {
-		s.conn.Close()
-		errR.Close()
 		cmdSpec.Release()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
+	s.proc, s.stderr = s.child.proc, s.child.stderr
+	stream := protocol.NewLineStream(s.child.stdout, s.child.stdin, multiCloser{s.child.stdin, s.child.stdout}, cfg.MaxFrame, s.log)
+	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
+	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.exited = s.proc.exited
 	s.startWatchdog()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.stderr.drain(errR, s.log)
-	}()
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.watchLink()
@@ -289,7 +254,7 @@ func (s *sandbox) startWatchdog() {
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	s.watchdog = p
-	s.readers = append(s.readers, w) // held open until close
+	s.watchPipe = w
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -415,7 +380,7 @@ func (s *sandbox) close() {
 			}
 			// stdin only: the link keeps draining stdout, so the CLI never
 			// blocks on, or dies of, a closed pipe while it finishes.
-			_ = s.stdin.Close()
+			_ = s.child.stdin.Close()
 			polite = s.waitExit(wait)
 		}
 		if polite {
@@ -431,10 +396,10 @@ func (s *sandbox) close() {
 		}
 		// A grandchild may still hold the write ends; give the drains a
 		// moment, then close the read ends so no goroutine stays blocked.
-		s.stderr.waitDrained(time.Second)
+		s.child.release(time.Second)
 		_ = s.conn.Close()
-		for _, r := range s.readers {
-			_ = r.Close()
+		if s.watchPipe != nil {
+			_ = s.watchPipe.Close()
 		}
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
@@ -444,16 +409,7 @@ func (s *sandbox) close() {
 	})
 }
 
-func (s *sandbox) waitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func (s *sandbox) waitExit(d time.Duration) bool { return s.child.waitExit(d) }
 
 func (s *sandbox) signalGroup(sig syscall.Signal) { s.proc.signalGroup(sig) }
 
@@ -612,86 +568,6 @@ func LinkError(code int64, kind, msg string) *jsonrpc2.Error {
 	e := &jsonrpc2.Error{Code: code, Message: msg}
 	e.SetError(protocol.ErrorData{Kind: kind})
 	return e
-}
-
-// tailBuffer keeps the last lines of a stream for error messages.
-type tailBuffer struct {
-	maxLines, maxBytes int
-	mu                 sync.Mutex
-	lines              []string
-	drained            chan struct{}
-}
-
-func newTailBuffer(lines, bytes int) *tailBuffer {
-	return &tailBuffer{maxLines: lines, maxBytes: bytes, drained: make(chan struct{})}
-}
-
-// drain reads r to its end. Its cost is linear in what it reads: a line
-// longer than maxBytes keeps only its last maxBytes, so an unterminated
-// flood costs one bounded buffer, never a growing one.
-func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
-	defer close(t.drained)
-	buf := make([]byte, 32<<10)
-	var partial []byte // the unterminated line so far, at most maxBytes
-	keep := func(b []byte) {
-		partial = append(partial, b...)
-		if over := len(partial) - t.maxBytes; over > 0 {
-			partial = append(partial[:0], partial[over:]...)
-		}
-	}
-	for {
-		n, err := r.Read(buf)
-		data := buf[:n]
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				keep(data)
-				break
-			}
-			keep(data[:i])
-			line := string(partial)
-			partial = partial[:0]
-			data = data[i+1:]
-			t.add(line)
-			log.Debug().Str("stderr", line).Msg("sandbox stderr")
-		}
-		if err != nil {
-			if len(partial) > 0 {
-				t.add(string(partial))
-			}
-			return
-		}
-	}
-}
-
-func (t *tailBuffer) add(line string) {
-	if len(line) > t.maxBytes {
-		line = line[:t.maxBytes]
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, line)
-	if len(t.lines) > t.maxLines {
-		t.lines = t.lines[len(t.lines)-t.maxLines:]
-	}
-}
-
-func (t *tailBuffer) waitDrained(d time.Duration) {
-	select {
-	case <-t.drained:
-	case <-time.After(d):
-	}
-}
-
-// String returns the kept lines, newest last, within maxBytes.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := strings.Join(t.lines, "\n")
-	if len(out) > t.maxBytes {
-		out = out[len(out)-t.maxBytes:]
-	}
-	return out
 }
 
 // zerologPrintf adapts zerolog to jsonrpc2.Logger.
