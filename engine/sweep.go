@@ -54,16 +54,8 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 // a container (a SIGKILLed bridge takes its CLIs with it): podman no longer
 // lists such a container, so removal by name cannot reach it.
 func (l *Launcher) sweepStranded(ctx context.Context) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pidEntries("/proc") {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil || !strings.HasSuffix(strings.SplitN(string(raw), "\x00", 2)[0], "conmon") {
 			continue
