@@ -1,5 +1,3 @@
-// Package engine wires the bridge: configuration, the container launcher,
-// rendering, and the supervision tree of actors.
 package engine
 
 import (
