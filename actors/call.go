@@ -126,30 +126,55 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		defer call.streamProgress(progress)()
 	}
 
-	type reply struct {
-		r   protocol.ExecResult
-		err error
+	got, timedOut, hardKill := s.await(ctx, sb, call, req, progress != nil, callDeadline)
+	output, truncated, reset := call.snapshot()
+	res.Output = output
+	res.Images, res.ImageNotes = call.images(got.r.Saved)
+	if got.err == nil {
+		s.replied(&res, got.r, truncated, timedOut)
+		return finish(res, sb, reset || got.r.Reset)
 	}
-	replies := make(chan reply, 1)
+	// The exec frame never left: it is over the frame cap (the code plus
+	// the granted servers' tool lists). The sandbox is untouched.
+	if errors.Is(got.err, protocol.ErrFrameTooLarge) {
+		res.Status = result.StatusError
+		res.Error = fmt.Sprintf("The code and the tool lists of the servers it may call do not fit in one frame: %v (MCP_BRIDGE_MAX_FRAME_BYTES); send less code or fewer servers", got.err)
+		return finish(res, sb, false)
+	}
+	s.linkLost(&res, sb, got.err, timedOut || hardKill)
+	return finish(res, nil, false)
+}
+
+// execReply is the sandbox's reply to an exec frame, or why none came.
+type execReply struct {
+	r   protocol.ExecResult
+	err error
+}
+
+// await sends the exec frame and waits for its reply. The call's deadline,
+// its caller's cancellation and the bridge's shutdown interrupt the cell;
+// a cell that ignores the interrupt for interruptGrace has its container
+// killed (TMO-2). timedOut says the deadline passed; hardKill that the
+// container was killed.
+func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req *ExecRequest, progress bool, callDeadline time.Time) (got execReply, timedOut, hardKill bool) {
+	replies := make(chan execReply, 1)
 	go func() {
 		var r protocol.ExecResult
 		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
 			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
-			Progress:   progress != nil,
+			Progress:   progress,
 			Discovered: req.Discovered,
 		}, &r)
-		replies <- reply{r, err}
+		replies <- execReply{r, err}
 	}()
 
 	deadline := time.NewTimer(time.Until(callDeadline))
 	defer deadline.Stop()
 	var (
 		grace, linger      <-chan time.Time
-		timedOut, hardKill bool
 		cancelC, shutdownC = req.Ctx.Done(), ctx.Done()
 		exitedC            = sb.exited
 		killed             chan struct{} // closed when the hard kill is done
-		got                reply
 	)
 	interrupt := func() {
 		if grace == nil && !hardKill {
@@ -195,51 +220,45 @@ wait:
 	if killed != nil {
 		<-killed
 	}
+	return got, timedOut, hardKill
+}
 
-	output, truncated, reset := call.snapshot()
-	res.Output = output
-	res.Images, res.ImageNotes = call.images(got.r.Saved)
-	if got.err == nil {
-		r := got.r
-		// The reply may be forged by user code: every field it carries
-		// is capped here, whatever the sandbox's own caps did (TRN-3).
-		cut := capField(&r.Error, s.cfg.MaxOutput)
-		if r.Result != nil {
-			v := *r.Result
-			cut = capField(&v, s.cfg.MaxOutput) || cut
-			r.Result = &v
-		}
-		res.Truncated = truncated || r.Truncated || cut
-		res.Value = r.Result
-		res.Notes = append(res.Notes, boxNotes(r.Notes)...)
-		switch {
-		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
-			res.Status = result.StatusTimeout
-			res.Error = fmt.Sprintf("Execution timed out after %ds", t)
-		case r.Outcome == protocol.OutcomeOK || (r.Outcome == protocol.OutcomeExit && r.ExitCode == 0):
-			res.Status = result.StatusSuccess
-			res.ExitCode = result.IntPtr(0)
-		default:
-			res.Status = result.StatusError
-			res.ExitCode = result.IntPtr(r.ExitCode)
-			res.Error = r.Error
-		}
-		return finish(res, sb, reset || r.Reset)
+// replied fills res from the sandbox's exec reply. The reply may be forged
+// by user code: every field it carries is capped here, whatever the
+// sandbox's own caps did (TRN-3).
+func (s *Session) replied(res *result.Result, r protocol.ExecResult, truncated, timedOut bool) {
+	cut := capField(&r.Error, s.cfg.MaxOutput)
+	if r.Result != nil {
+		v := *r.Result
+		cut = capField(&v, s.cfg.MaxOutput) || cut
+		r.Result = &v
 	}
-
-	// The exec frame never left: it is over the frame cap (the code plus
-	// the granted servers' tool lists). The sandbox is untouched.
-	if errors.Is(got.err, protocol.ErrFrameTooLarge) {
+	res.Truncated = truncated || r.Truncated || cut
+	res.Value = r.Result
+	res.Notes = append(res.Notes, boxNotes(r.Notes)...)
+	switch {
+	case timedOut && r.Outcome == protocol.OutcomeInterrupted:
+		res.Status = result.StatusTimeout
+		res.Error = fmt.Sprintf("Execution timed out after %ds", res.TimeoutSeconds)
+	case r.Outcome == protocol.OutcomeOK || (r.Outcome == protocol.OutcomeExit && r.ExitCode == 0):
+		res.Status = result.StatusSuccess
+		res.ExitCode = result.IntPtr(0)
+	default:
 		res.Status = result.StatusError
-		res.Error = fmt.Sprintf("The code and the tool lists of the servers it may call do not fit in one frame: %v (MCP_BRIDGE_MAX_FRAME_BYTES); send less code or fewer servers", got.err)
-		return finish(res, sb, false)
+		res.ExitCode = result.IntPtr(r.ExitCode)
+		res.Error = r.Error
 	}
-	// The link broke. Either the container died on its own (its exit is
-	// reaped a moment later), or it is alive and sent an invalid reply, which
-	// can only be forged by user code: replace it and say so.
+}
+
+// linkLost fills res for an exec whose link broke, and closes sb. Either
+// the container died on its own (its exit is reaped a moment later), or it
+// is alive and sent an invalid reply, which can only be forged by user
+// code: it is replaced, and res says so. timedOut says the call's deadline
+// or a hard kill ended it.
+func (s *Session) linkLost(res *result.Result, sb *sandbox, err error, timedOut bool) {
 	died := sb.waitExit(time.Second)
 	if !died {
-		s.log.Warn().Err(got.err).Msg("invalid exec reply from a live sandbox; replacing it")
+		s.log.Warn().Err(err).Msg("invalid exec reply from a live sandbox; replacing it")
 		sb.kill()
 	}
 	<-sb.exited
@@ -248,9 +267,9 @@ wait:
 	sb.close()
 	res.StateLost = true
 	switch {
-	case timedOut || hardKill:
+	case timedOut:
 		res.Status = result.StatusTimeout
-		res.Error = fmt.Sprintf("Execution timed out after %ds", t)
+		res.Error = fmt.Sprintf("Execution timed out after %ds", res.TimeoutSeconds)
 		res.LossReason = "timeout"
 	case stalled:
 		res.Status = result.StatusError
@@ -258,7 +277,7 @@ wait:
 		res.LossReason = "link stalled"
 	case !died:
 		res.Status = result.StatusError
-		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
+		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", err)
 		res.LossReason = "invalid reply from the sandbox"
 	case code == exitOOMKilled:
 		res.Status = result.StatusError
@@ -272,5 +291,4 @@ wait:
 		res.LossReason = exitReason(sb)
 	}
 	s.log.Warn().Int("exitCode", code).Str("reason", res.LossReason).Msg("session state lost")
-	return finish(res, nil, false)
 }
