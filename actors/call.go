@@ -59,18 +59,29 @@ func (s *Session) acquire(ctx context.Context, sb *sandbox) (_ *sandbox, loss st
 	return sb, loss, err
 }
 
-// start returns a new ready sandbox, the spare first when there is one.
+// start returns a new ready sandbox, the spare first when there is one. A
+// spare that failed is not the session's failure (it may have started at a
+// bad moment, e.g. while a fork bomb's container was torn down under a
+// shared RLIMIT_NPROC): a fresh sandbox is started instead. A fresh start
+// is tried twice when the launcher asks for a retry.
 func (s *Session) start(ctx context.Context) (*sandbox, error) {
-	for attempt := 0; attempt < 2; attempt++ {
-		var err error
-		var sb *sandbox
-		if s.spares != nil && attempt == 0 {
-			sb = s.spares.takeSpare(ctx)
-		}
-		if sb == nil {
-			if sb, err = startSandbox(s.cfg, s.name); err != nil {
+	if s.spares != nil {
+		if sb := s.spares.takeSpare(ctx); sb != nil {
+			_, err := sb.waitReady(ctx)
+			if err == nil {
+				return sb, nil
+			}
+			sb.close()
+			if ctx.Err() != nil {
 				return nil, err
 			}
+			s.log.Debug().Err(err).Msg("spare failed; starting a fresh sandbox")
+		}
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		sb, err := startSandbox(s.cfg, s.name)
+		if err != nil {
+			return nil, err
 		}
 		retry, err := sb.waitReady(ctx)
 		if err == nil {

@@ -186,3 +186,40 @@ func TestEvictionDoesNotBlockManager(t *testing.T) {
 		t.Fatalf("Get returned only after the evicted sandbox's removal (%d removals returned); the manager waited for it", got-before)
 	}
 }
+
+// spareFailsLauncher gives its first sandbox (the spare) a process that
+// exits at once, and every later one a working sandbox.
+type spareFailsLauncher struct{ fakeLauncher }
+
+func (f *spareFailsLauncher) Command(session string) (SandboxCommand, error) {
+	cmd, err := f.fakeLauncher.Command(session)
+	if f.n.Load() == 1 {
+		cmd.Argv = []string{"sh", "-c", "exit 3"}
+	}
+	return cmd, err
+}
+
+// TestFailedSpareStartsFresh: a call whose spare failed to start gets a
+// fresh sandbox, not the spare's error.
+func TestFailedSpareStartsFresh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := &spareFailsLauncher{fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}}}
+	m := startSessions(t, testConfig(l), 2)
+	s, err := m.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := newRequest(ctx, 10*time.Second)
+	if !s.Exec(ctx, req) {
+		t.Fatal("Exec refused")
+	}
+	select {
+	case got := <-req.Reply:
+		if got.Status != result.StatusSuccess {
+			t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reply")
+	}
+}

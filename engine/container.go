@@ -254,12 +254,25 @@ func (l *Launcher) switchToRunc() bool {
 	return true
 }
 
-// firstLine is the first non-empty line of s, "(no output)" when none.
+// firstLine is the first non-empty line of s that is not a runtime's
+// warning (rootless podman on cgroup v1 prints one before every error), the
+// first warning when there is nothing else, "(no output)" when none.
 func firstLine(s string) string {
+	warning := ""
 	for _, line := range strings.Split(s, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
+		switch line = strings.TrimSpace(line); {
+		case line == "":
+		case strings.Contains(line, "level=warning") || strings.HasPrefix(line, "WARNING:") ||
+			strings.HasPrefix(line, "Resource limits are not supported and ignored"):
+			if warning == "" {
+				warning = line
+			}
+		default:
 			return line
 		}
+	}
+	if warning != "" {
+		return warning
 	}
 	return "(no output)"
 }

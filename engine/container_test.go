@@ -519,8 +519,8 @@ func TestLauncherVerifyArgs(t *testing.T) {
 	}
 }
 
-// TestFirstLine checks that firstLine returns the first non-blank line,
-// trimmed, or "(no output)".
+// TestFirstLine checks that firstLine returns the first non-blank line that
+// is not a runtime warning, trimmed, else the warning, else "(no output)".
 func TestFirstLine(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"", "(no output)"},
@@ -531,6 +531,11 @@ func TestFirstLine(t *testing.T) {
 		{"\n\n  padded  \nnext\n", "padded"},
 		{"crlf\r\nnext\r\n", "crlf"},
 		{"\tError: x: image not known\n", "Error: x: image not known"},
+		{"Resource limits are not supported and ignored on cgroups V1 rootless systems\nError: runc: fork: resource temporarily unavailable\n",
+			"Error: runc: fork: resource temporarily unavailable"},
+		{`time="2026-11-23T08:56:57Z" level=warning msg="x"` + "\nError: y\n", "Error: y"},
+		{"WARNING: No swap limit support\ndocker: Error response from daemon: z\n", "docker: Error response from daemon: z"},
+		{"Resource limits are not supported and ignored on cgroups V1 rootless systems\n", "Resource limits are not supported and ignored on cgroups V1 rootless systems"},
 	}
 	for _, tt := range tests {
 		if got := firstLine(tt.in); got != tt.want {
