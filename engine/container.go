@@ -49,7 +49,7 @@ type ArgvSpec struct {
 	Mounts  []Mount
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
-	IDMap   *IDMap // per-session user namespace (rootful podman); nil adds none
+	IDMap   *IDMap // per-session user namespace (podman); nil adds none
 }
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
@@ -76,8 +76,8 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.Seccomp != "" {
 		a = append(a, "--security-opt", "seccomp="+s.Seccomp)
 	}
-	if m := s.IDMap; m != nil {
-		a = append(a, "--uidmap", fmt.Sprintf("0:%d:%d", m.UID, idBlockSize), "--gidmap", fmt.Sprintf("0:%d:%d", m.GID, idBlockSize))
+	if s.IDMap != nil {
+		a = append(a, s.IDMap.Args()...)
 	}
 	a = append(a, "--user", s.User, "--memory", s.Memory, "--memory-swap", s.Memory, "--pids-limit", strconv.Itoa(s.Pids))
 	if s.CPUs != "" {
@@ -161,11 +161,12 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	var idmap *IDMap
 	release := func() {}
 	if ids != nil {
-		m, rel, err := ids.acquire()
-		if err != nil {
-			return actors.SandboxCommand{}, err
+		// Without a map the session still runs, sharing a host uid.
+		if m, rel, err := ids.acquire(); err != nil {
+			l.log.Warn().Err(err).Str("session", session).Msg("this session shares a host uid with others")
+		} else {
+			idmap, release = &m, rel
 		}
-		idmap, release = &m, rel
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	spec := ArgvSpec{

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -129,21 +128,8 @@ func subIDProblem() string {
 // hasSubIDRange reports whether file has a line "name:start:count" or
 // "uid:start:count" with count > 0.
 func hasSubIDRange(file, name, uid string) bool {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		parts := strings.Split(strings.TrimSpace(sc.Text()), ":")
-		if len(parts) != 3 || (parts[0] != name && parts[0] != uid) {
-			continue
-		}
-		if n, err := strconv.Atoi(parts[2]); err == nil && n > 0 {
-			return true
-		}
-	}
-	return false
+	_, _, ok := subIDRange(file, name, uid)
+	return ok
 }
 
 // doctorImage checks that the image exists and is current, then runs it once

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -17,8 +18,8 @@ func TestSubIDRange(t *testing.T) {
 	}{
 		{"containers:2147483647:2147483648\n", 2147483647, 2147483648, true},
 		{"alice:100000:65536\ncontainers:200000:65536\n", 200000, 65536, true},
-		{"containers:200000:1024\n", 0, 0, false},      // too small for uid 65534
-		{"containers:4294901760:65536\n", 0, 0, false}, // would reach (uid_t)-1
+		{"containers:200000:1024\n", 200000, 1024, true}, // too small for a block: newIDBlocks refuses it
+		{"containers:4294901760:65536\n", 0, 0, false},   // would reach (uid_t)-1
 		{"alice:100000:65536\n", 0, 0, false},
 		{"# containers:1:65536\ncontainers\n", 0, 0, false},
 		{"containers:x:65536\n", 0, 0, false},
@@ -36,6 +37,61 @@ func TestSubIDRange(t *testing.T) {
 	}
 	if _, _, ok := subIDRange(filepath.Join(t.TempDir(), "none"), "containers"); ok {
 		t.Errorf("a missing file has a range")
+	}
+	path := filepath.Join(t.TempDir(), "subuid")
+	if err := os.WriteFile(path, []byte("alice:100000:65536\n1001:300000:65536\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, ok := subIDRange(path, "bob", "1001"); !ok || first != 300000 {
+		t.Errorf("a line by uid: %d, %v; want 300000, true", first, ok)
+	}
+}
+
+// TestIDMapArgs checks the flags of a block map (rootful) and a single-id
+// map (rootless).
+func TestIDMapArgs(t *testing.T) {
+	tests := []struct {
+		m    IDMap
+		want []string
+	}{
+		{IDMap{UID: 2147483647, GID: 2147483647}, []string{"--uidmap", "0:2147483647:65536", "--gidmap", "0:2147483647:65536"}},
+		{IDMap{UID: 3, GID: 4, Single: true}, []string{"--uidmap", "0:0:1", "--uidmap", "65534:3:1", "--gidmap", "0:0:1", "--gidmap", "65534:4:1"}},
+	}
+	for _, tt := range tests {
+		if got := tt.m.Args(); !slices.Equal(got, tt.want) {
+			t.Errorf("%+v.Args() = %q, want %q", tt.m, got, tt.want)
+		}
+	}
+}
+
+// TestSingleIDs checks rootless single-id maps: ids 1.. of the user's own
+// namespace, lowest free first, from the user's line found by name or uid.
+func TestSingleIDs(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "subid")
+	if err := os.WriteFile(sub, []byte("other:100000:65536\n1001:200000:2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := newSingleIDs(sub, sub, dir, "nobody-here"); ok {
+		t.Fatal("a user without a range got single ids")
+	}
+	b, ok := newSingleIDs(sub, sub, filepath.Join(dir, "locks"), "u", "1001")
+	if !ok {
+		t.Fatal("newSingleIDs: no range")
+	}
+	var got []IDMap
+	for range 2 {
+		m, _, err := b.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+	}
+	if want := []IDMap{{1, 1, true}, {2, 2, true}}; !slices.Equal(got, want) {
+		t.Errorf("maps %+v, want %+v", got, want)
+	}
+	if _, _, err := b.acquire(); !errors.Is(err, errNoIDBlock) {
+		t.Errorf("a third map from a range of 2: %v", err)
 	}
 }
 
@@ -97,5 +153,9 @@ func TestIDBlocks(t *testing.T) {
 	}
 	if _, ok := newIDBlocks(subuid, filepath.Join(dir, "none"), locks); ok {
 		t.Errorf("newIDBlocks without a subgid file: ok")
+	}
+	small := write("small", "containers:100000:1024\n")
+	if _, ok := newIDBlocks(small, small, locks); ok {
+		t.Errorf("newIDBlocks with a range smaller than a block: ok")
 	}
 }

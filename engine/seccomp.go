@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 )
@@ -263,12 +264,13 @@ func writeSeccompProfile(stateDir string) (string, error) {
 }
 
 // confinement returns the seccomp profile file for --security-opt (""
-// with MCP_BRIDGE_SECCOMP=runtime) and the id blocks for per-session user
-// namespaces, computed once. Rootful podman gets id blocks when
-// /etc/subuid and /etc/subgid have a range for the "containers" user, so
-// every session has its own host uids (keyrings, RLIMIT_NPROC and inotify
-// limits are per user). gVisor (runsc) keeps those per sandbox in its own
-// kernel; rootless podman and docker are described in docs/SECURITY.md.
+// with MCP_BRIDGE_SECCOMP=runtime) and the id maps for per-session user
+// namespaces, computed once, so every session has its own host uid
+// (keyrings, RLIMIT_NPROC and inotify limits are per user). Rootful podman
+// gets them when /etc/subuid and /etc/subgid have a range for the
+// "containers" user, rootless podman from the user's own ranges (see
+// rootlessIDs). gVisor (runsc) keeps those per sandbox in its own kernel;
+// docker is described in docs/SECURITY.md.
 func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err error) {
 	l.confineOnce.Do(func() {
 		switch s := l.env.Seccomp; s {
@@ -281,7 +283,11 @@ func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err 
 			}
 			l.seccomp = s
 		}
-		if !podman || os.Geteuid() != 0 || filepath.Base(l.env.OCIRuntime) == "runsc" {
+		if !podman || filepath.Base(l.env.OCIRuntime) == "runsc" {
+			return
+		}
+		if os.Geteuid() != 0 {
+			l.ids = rootlessIDs(l.env)
 			return
 		}
 		if b, ok := newIDBlocks("/etc/subuid", "/etc/subgid", idBlockDir()); ok {
@@ -292,4 +298,21 @@ func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err 
 			"session runs as the same host uid; add 'containers:2147483647:2147483648' to both files for a user namespace per session")
 	})
 	return l.seccomp, l.ids, l.confineErr
+}
+
+// rootlessIDs returns single-id maps for rootless podman, or nil (every
+// session of the user shares one host uid) when a mount needs keep-id (the
+// mount's files must be the user's), the sandbox user is not the default
+// 65534, or the user has no subuid and subgid ranges (podman itself then
+// fails to start).
+func rootlessIDs(env Env) *idBlocks {
+	if len(env.Mounts) > 0 || env.ContainerUser != fmt.Sprintf("%d:%d", sandboxID, sandboxID) {
+		return nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return nil
+	}
+	b, _ := newSingleIDs("/etc/subuid", "/etc/subgid", idBlockDir(), u.Username, u.Uid)
+	return b
 }

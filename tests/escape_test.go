@@ -233,11 +233,11 @@ print(json.dumps({"uid": uid, "host_uid": host}))
 `
 
 // TestEscapeSessionsDistinctHostUIDs: uid 65534 inside is never the host's
-// own 65534. On rootful podman each session is in its own user namespace
-// (--uidmap/--gidmap from the containers range), so two sessions have two different host uids. Rootless
-// podman maps every session of the user to the same uid of the user's
-// subuid range (docs/SECURITY.md "User namespaces"): checked here is that
-// it is neither the host's 65534 nor the user's own uid.
+// own 65534, and two sessions run as two different host uids: on rootful
+// podman each session maps a block of the containers range, on rootless
+// podman uid 65534 of each session maps to its own id of the user's subuid
+// range (docs/SECURITY.md "User namespaces"). Docker has no per-container
+// user namespace.
 func TestEscapeSessionsDistinctHostUIDs(t *testing.T) {
 	requirePodman(t)
 	b := startBridgeLogged(t, nil)
@@ -262,26 +262,26 @@ func TestEscapeSessionsDistinctHostUIDs(t *testing.T) {
 			t.Errorf("host uid %d: want neither the host's 65534, nor this user's uid %d", h, os.Getuid())
 		}
 	}
-	if os.Geteuid() == 0 && a.HostUID == c.HostUID {
-		t.Errorf("rootful podman: both sessions run as host uid %d; want one user namespace per session", a.HostUID)
+	if a.HostUID == c.HostUID {
+		t.Errorf("both sessions run as host uid %d; want one user namespace per session", a.HostUID)
 	}
 }
 
 // TestEscapeSessionsKeyringAndNproc: one session's user keyring and process
-// count are not another's. On rootful podman the runtime's default seccomp
-// profile is used (MCP_BRIDGE_SECCOMP=runtime), because the bridge's own
-// already refuses keyctl: this shows the user namespace alone separates
-// them. Session a gets its user keyring's serial and forks 80 sleeping
-// children; session b must see another user keyring, and must still fork
-// with its RLIMIT_NPROC lowered to 40: with a shared host uid, a's 80
-// processes count against b's limit and b's fork fails with EAGAIN.
-// Rootless podman shares the uid between sessions; what holds there is the
-// profile refusing keyctl in both sessions.
+// count are not another's. On podman (rootful and rootless) the runtime's
+// default seccomp profile is used (MCP_BRIDGE_SECCOMP=runtime), because
+// the bridge's own already refuses keyctl: this shows the user namespace
+// alone separates them. Session a gets its user keyring's serial and forks
+// 80 sleeping children; session b must see another user keyring, and must
+// still fork with its RLIMIT_NPROC lowered to 40: with a shared host uid,
+// a's 80 processes count against b's limit and b's fork fails with EAGAIN.
+// Docker shares the uid between sessions; what holds there is the profile
+// refusing keyctl in both sessions.
 func TestEscapeSessionsKeyringAndNproc(t *testing.T) {
 	requirePodman(t)
-	rootful := os.Geteuid() == 0 && testRuntime() == "podman"
+	separate := testRuntime() == "podman"
 	var env map[string]string
-	if rootful {
+	if separate {
 		env = map[string]string{"MCP_BRIDGE_SECCOMP": "runtime"}
 	}
 	b := startBridgeLogged(t, env)
@@ -328,9 +328,9 @@ print(json.dumps({"serial": serial, "fork": fork}))
 	if a.Children != 80 {
 		t.Fatalf("session a forked %d children, want 80", a.Children)
 	}
-	if !rootful {
+	if !separate {
 		if a.Serial != -1 || c.Serial != -1 {
-			t.Errorf("rootless podman or docker: keyctl returned %d and %d, want -1 (refused by the profile)", a.Serial, c.Serial)
+			t.Errorf("docker: keyctl returned %d and %d, want -1 (refused by the profile)", a.Serial, c.Serial)
 		}
 		return
 	}
