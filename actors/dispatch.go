@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // DefaultSession is the session of a call without a session argument.
@@ -20,15 +20,15 @@ var sessionRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // (SPEC §4.3), resolves the servers with the router, and runs the code in
 // the named session. The front actor and `bridge exec` share it.
 type Dispatcher struct {
-	Sessions       *Sessions
-	Resolve        func(ctx context.Context, names []string) ([]protocol.Server, error)
+	Sessions *Sessions
+	// Discovery confirms the configuration is current before each call
+	// (RLD-1); Router maps the servers argument to the granted servers and
+	// lists every configured one for MCP_DISCOVERED_SERVERS.
+	Discovery      *Discovery
+	Router         *Router
 	DefaultTimeout int
 	MaxTimeout     int
 	MaxCodeBytes   int
-
-	// Discovered lists every configured server for the sandbox's
-	// MCP_DISCOVERED_SERVERS; nil leaves it empty.
-	Discovered func(ctx context.Context) []string
 }
 
 // Args are validated run_python arguments.
@@ -103,24 +103,27 @@ func (d *Dispatcher) Validate(raw json.RawMessage) (Args, string) {
 }
 
 // Run validates raw and runs the call.
-func (d *Dispatcher) Run(ctx context.Context, raw json.RawMessage) (res Result) {
+func (d *Dispatcher) Run(ctx context.Context, raw json.RawMessage) (res result.Result) {
 	queued := time.Now()
 	args, msg := d.Validate(raw)
 	if msg != "" {
-		return Result{Status: StatusValidation, Error: msg, Session: DefaultSession}
+		return result.Result{Status: result.StatusValidation, Error: msg, Session: DefaultSession}
 	}
 	defer func() { res.Notes = append(res.Notes, args.Notes...) }()
 	return d.RunArgs(ctx, args, queued)
 }
 
 // RunArgs runs validated arguments; queued starts the timeout clock.
-func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) Result {
-	base := Result{Session: args.Session, Servers: args.Servers, TimeoutSeconds: args.Timeout}
-	fail := func(err error) Result {
-		base.Status, base.Error = StatusError, err.Error()
+func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) result.Result {
+	base := result.Result{Session: args.Session, Servers: args.Servers, TimeoutSeconds: args.Timeout}
+	fail := func(err error) result.Result {
+		base.Status, base.Error = result.StatusError, err.Error()
 		return base
 	}
-	servers, err := d.Resolve(ctx, args.Servers)
+	if err := d.Discovery.Check(ctx); err != nil {
+		return fail(err)
+	}
+	servers, err := d.Router.Resolve(ctx, args.Servers)
 	if err != nil {
 		return fail(err)
 	}
@@ -131,11 +134,9 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) R
 	timeout := time.Duration(args.Timeout) * time.Second
 	req := &ExecRequest{
 		Ctx: ctx, Code: args.Code, Servers: servers, Timeout: timeout,
-		Deadline: queued.Add(timeout), Reply: make(chan Result, 1),
+		Deadline: queued.Add(timeout), Reply: make(chan result.Result, 1),
 	}
-	if d.Discovered != nil {
-		req.Discovered = d.Discovered(ctx)
-	}
+	req.Discovered = d.Router.DiscoveredNames(ctx)
 	if !s.Exec(ctx, req) {
 		return fail(ctx.Err())
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // TestValidate checks §4.3's checks, their order and the normalizations of
@@ -73,10 +75,10 @@ func equalArgs(a, b Args) bool {
 // per call (TRN-3), merging runs of one stream.
 func TestActiveCallCap(t *testing.T) {
 	a := &activeCall{limit: 10}
-	a.add(StreamStdout, "abc")
-	a.add(StreamStdout, "def")
-	a.add(StreamStderr, "ghijkl")
-	a.add(StreamStdout, "zzz")
+	a.add(result.StreamStdout, "abc")
+	a.add(result.StreamStdout, "def")
+	a.add(result.StreamStderr, "ghijkl")
+	a.add(result.StreamStdout, "zzz")
 	out, truncated, _ := a.snapshot()
 	got, _ := json.Marshal(out)
 	if want := `[{"Stream":"stdout","Data":"abcdef"},{"Stream":"stderr","Data":"ghij"}]`; string(got) != want || !truncated {

@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 	"github.com/thejerf/suture/v4"
+
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // FrontConfig is what the front actor serves.
@@ -21,7 +23,7 @@ type FrontConfig struct {
 	Resource      mcp.Resource
 	ResourceText  string
 	Dispatcher    *Dispatcher
-	Render        func(Result) *mcp.CallToolResult
+	Render        func(result.Result) *mcp.CallToolResult
 	In            io.Reader
 	Out           io.Writer
 	Log           zerolog.Logger
@@ -78,12 +80,15 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	defer func() {
 		if p := recover(); p != nil {
 			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
-			res, err = f.shape(ctx, f.cfg.Render(Result{Status: StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
+			res, err = f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
 		}
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
-		raw, _ = json.Marshal(req.Params.Arguments)
+		if raw, err = json.Marshal(req.Params.Arguments); err != nil {
+			msg := fmt.Sprintf("run_python arguments: %v", err)
+			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: DefaultSession})), nil
+		}
 	}
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))

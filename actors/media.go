@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // Bounds of what the sandbox can make the host keep beside the output: the
@@ -43,7 +44,7 @@ var imageMagic = map[string]string{
 // guards it.
 type media struct {
 	maxImages, maxBytes int
-	images              []Image
+	images              []result.Image
 	dropped             int    // image frames refused: over a cap or invalid
 	latest              string // the newest output, at most previewBytes
 	seq                 uint64 // bumped whenever latest changes
@@ -122,7 +123,7 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 			s.log.Warn().Err(err).Int64("call", p.Call).Msg("link: image frame refused")
 			return
 		}
-		m.images = append(m.images, Image{MIMEType: p.MIMEType, Data: p.Data})
+		m.images = append(m.images, result.Image{MIMEType: p.MIMEType, Data: p.Data})
 	case protocol.MethodProgress:
 		var p protocol.ProgressParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || a == nil || a.scope.Call != p.Call {
@@ -137,7 +138,7 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 
 // images returns the call's images and the notes about those saved instead
 // (from the sandbox's exec reply, checked and capped) or refused.
-func (a *activeCall) images(saved []protocol.SavedImage) ([]Image, []string) {
+func (a *activeCall) images(saved []protocol.SavedImage) ([]result.Image, []string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	m := &a.media
@@ -155,7 +156,7 @@ func (a *activeCall) images(saved []protocol.SavedImage) ([]Image, []string) {
 	if m.dropped > 0 {
 		notes = append(notes, fmt.Sprintf("%d invalid image frame%s dropped", m.dropped, plural(m.dropped)))
 	}
-	return append([]Image(nil), m.images...), notes
+	return append([]result.Image(nil), m.images...), notes
 }
 
 // savedNote says why an image was not attached and where it went. Only

@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -110,7 +111,7 @@ func TestStreamProgress(t *testing.T) {
 		ns = append(ns, n)
 		got = append(got, msg)
 	})
-	a.add(StreamStdout, "1\n2\n3\n4\n5\n6\n7\n")
+	a.add(result.StreamStdout, "1\n2\n3\n4\n5\n6\n7\n")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()

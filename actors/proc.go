@@ -50,12 +50,3 @@ func (p *process) signalGroup(sig syscall.Signal) {
 		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	}
 }
-
-func (p *process) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}

@@ -1,10 +1,8 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,12 +12,12 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // SandboxCommand is how to start one sandbox process.
@@ -89,13 +87,14 @@ type sandbox struct {
 	cfg     *SandboxConfig
 	name    string // container name
 	session string
-	proc    *process
+	child   *child
+	proc    *process // child.proc
 	// releaseCmd frees the launcher's reservation (SandboxCommand.Release)
 	// once close is done.
 	releaseCmd func()
 	conn       *jsonrpc2.Conn
 	log        zerolog.Logger
-	stderr     *tailBuffer
+	stderr     *tailBuffer // child.stderr
 
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
@@ -107,7 +106,6 @@ type sandbox struct {
 
 	exited    <-chan struct{} // closed when the process has exited
 	active    atomic.Pointer[activeCall]
-	killed    atomic.Bool // the bridge removed it on purpose
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	admitted  chan struct{} // bounds running plus queued sandbox requests
@@ -115,9 +113,8 @@ type sandbox struct {
 	budget    int64
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
 	stallOnce sync.Once
-	readers   []io.Closer // read ends of stdout and stderr, closed by close
-	stdin     io.Closer   // the container's stdin; closing it is the polite stop
-	watchdog  *process    // removes the container when its pipe ends (close, or the bridge's death); nil when none
+	watchPipe io.Closer // the watchdog's pipe, held open until close
+	watchdog  *process  // removes the container when its pipe ends (close, or the bridge's death); nil when none
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -128,7 +125,7 @@ type activeCall struct {
 	scope Scope
 
 	mu        sync.Mutex
-	output    []Chunk         // finished runs; the current run is in cur
+	output    []result.Chunk  // finished runs; the current run is in cur
 	cur       strings.Builder // the run being appended to: linear in its size
 	curStream string
 	bytes     int
@@ -151,19 +148,19 @@ func (a *activeCall) add(stream, data string) {
 	}
 	a.bytes += len(data)
 	if a.cur.Len() > 0 && a.curStream != stream {
-		a.output = append(a.output, Chunk{Stream: a.curStream, Data: a.cur.String()})
+		a.output = append(a.output, result.Chunk{Stream: a.curStream, Data: a.cur.String()})
 		a.cur = strings.Builder{}
 	}
 	a.curStream = stream
 	a.cur.WriteString(data)
 }
 
-func (a *activeCall) snapshot() ([]Chunk, bool, bool) {
+func (a *activeCall) snapshot() ([]result.Chunk, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := append([]Chunk(nil), a.output...)
+	out := append([]result.Chunk(nil), a.output...)
 	if a.cur.Len() > 0 {
-		out = append(out, Chunk{Stream: a.curStream, Data: a.cur.String()})
+		out = append(out, result.Chunk{Stream: a.curStream, Data: a.cur.String()})
 	}
 	return out, a.truncated, a.reset
 }
@@ -181,7 +178,6 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	s := &sandbox{
 		cfg: cfg, name: cmdSpec.Name, session: session, releaseCmd: cmdSpec.Release,
 		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
-		stderr:   newTailBuffer(50, 8<<10),
 		ready:    make(chan struct{}),
 		served:   make(chan struct{}),
 		slots:    make(chan struct{}, maxRunning),
@@ -191,54 +187,21 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
 	cmd.Dir = cmdSpec.Dir
-	// Own every pipe: stdin is an *os.File so writes to it can have a
-	// deadline; exec.Cmd.Wait would close StdoutPipe readers and could drop
-	// the last frames the sandbox wrote before exiting.
-	var files []*os.File
-	pipe := func() (r, w *os.File) {
-		if err == nil {
-			if r, w, err = os.Pipe(); err == nil {
-				files = append(files, r, w)
-			}
-		}
-		return r, w
-	}
-	inR, inW := pipe()
-	outR, outW := pipe()
-	errR, errW := pipe()
-	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
-		cmdSpec.Release()
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	s.readers = []io.Closer{outR, errR}
-	s.stdin = inW
-	stream := protocol.NewLineStream(outR, inW, multiCloser{inW, outR}, cfg.MaxFrame, s.log)
-	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
-	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.spawned = time.Now()
 	// The CLI dies with the bridge (CLN-2); its own process group lets the
 	// bridge kill it and anything it started.
-	s.proc, err = startProcess(cmd)
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	s.child, err = startChild(cmd, s.log)
 	if err != nil {
-		s.conn.Close()
-		errR.Close()
 		cmdSpec.Release()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
+	s.proc, s.stderr = s.child.proc, s.child.stderr
+	stream := protocol.NewLineStream(s.child.stdout, s.child.stdin, multiCloser{s.child.stdin, s.child.stdout}, cfg.MaxFrame, s.log)
+	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
+	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.exited = s.proc.exited
 	s.startWatchdog()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.stderr.drain(errR, s.log)
-	}()
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.watchLink()
@@ -294,7 +257,7 @@ func (s *sandbox) startWatchdog() {
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	s.watchdog = p
-	s.readers = append(s.readers, w) // held open until close
+	s.watchPipe = w
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -396,7 +359,6 @@ func (s *sandbox) interrupt(call int64) {
 // any more; then the container is removed by name (CLN-4). Removing first
 // would race with a container still being created.
 func (s *sandbox) kill() {
-	s.killed.Store(true)
 	s.signalGroup(syscall.SIGKILL)
 	s.waitExit(stopBound)
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
@@ -413,7 +375,6 @@ func (s *sandbox) kill() {
 // records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
-		s.killed.Store(true)
 		polite := s.alive() && !s.linkStalled()
 		if polite {
 			wait := time.Second
@@ -425,7 +386,7 @@ func (s *sandbox) close() {
 			}
 			// stdin only: the link keeps draining stdout, so the CLI never
 			// blocks on, or dies of, a closed pipe while it finishes.
-			_ = s.stdin.Close()
+			_ = s.child.stdin.Close()
 			polite = s.waitExit(wait)
 		}
 		if polite {
@@ -441,10 +402,10 @@ func (s *sandbox) close() {
 		}
 		// A grandchild may still hold the write ends; give the drains a
 		// moment, then close the read ends so no goroutine stays blocked.
-		s.stderr.waitDrained(time.Second)
+		s.child.release(time.Second)
 		_ = s.conn.Close()
-		for _, r := range s.readers {
-			_ = r.Close()
+		if s.watchPipe != nil {
+			_ = s.watchPipe.Close()
 		}
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
@@ -454,267 +415,9 @@ func (s *sandbox) close() {
 	})
 }
 
-func (s *sandbox) waitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func (s *sandbox) waitExit(d time.Duration) bool { return s.child.waitExit(d) }
 
 func (s *sandbox) signalGroup(sig syscall.Signal) { s.proc.signalGroup(sig) }
 
 // exitCode is the process's exit code; valid once exited is closed.
 func (s *sandbox) exitCode() int { return s.proc.code }
-
-// Handle implements jsonrpc2.Handler. Notifications are handled in order on
-// the reader goroutine; requests run concurrently, bounded by slots. What
-// requests hold on the host is bounded: an unknown method, or a request
-// beyond maxRunning+maxQueued or the byte budget, is refused on the reader
-// goroutine without keeping its frame (while that reply waits on a full
-// link, the reader reads nothing more: back-pressure, bounded by
-// linkWriteBound).
-func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	if req.Notif {
-		s.handleNotification(req)
-		return
-	}
-	if !knownBoxMethods[req.Method] {
-		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
-		return
-	}
-	size := int64(len(req.Method))
-	if req.Params != nil {
-		size += int64(len(*req.Params))
-	}
-	if !s.admit(size) {
-		s.log.Warn().Str("method", req.Method).Int64("bytes", size).Msg("link: refused a sandbox request over the in-flight bounds")
-		s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
-			"Too many requests in flight from this sandbox (at most %d running and %d waiting, %d MiB of params); wait for some to finish",
-			maxRunning, maxQueued, s.budget>>20)))
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.release(size)
-		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		defer func() { <-s.slots }()
-		result, err := s.serveRequest(ctx, req)
-		if err != nil {
-			s.replyError(ctx, conn, req.ID, err)
-			return
-		}
-		if err := conn.Reply(ctx, req.ID, result); err != nil && errors.Is(err, protocol.ErrFrameTooLarge) {
-			s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, err.Error()))
-		}
-	}()
-}
-
-// admit reserves room for one request of size bytes; false when the
-// request would exceed the count or byte bounds. One request is always
-// admitted when nothing else is held, whatever its size (it is within the
-// frame cap).
-func (s *sandbox) admit(size int64) bool {
-	select {
-	case s.admitted <- struct{}{}:
-	default:
-		return false
-	}
-	if held := s.held.Add(size); held > s.budget && held != size {
-		s.release(size)
-		return false
-	}
-	return true
-}
-
-func (s *sandbox) release(size int64) {
-	s.held.Add(-size)
-	<-s.admitted
-}
-
-// replyError sends err to the sandbox with its message capped at
-// maxErrorText.
-func (s *sandbox) replyError(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, err error) {
-	var rpcErr *jsonrpc2.Error
-	if !errors.As(err, &rpcErr) {
-		rpcErr = LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
-	}
-	if len(rpcErr.Message) > maxErrorText {
-		c := *rpcErr
-		c.Message = clip(c.Message, maxErrorText)
-		rpcErr = &c
-	}
-	_ = conn.ReplyWithError(ctx, id, rpcErr)
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… [%d bytes cut]", s[:cut], len(s)-cut)
-}
-
-func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
-	switch req.Method {
-	case protocol.MethodReady:
-		var p protocol.ReadyParams
-		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
-			s.log.Warn().Msg("link: invalid ready frame dropped")
-			return
-		}
-		s.readyOnce.Do(func() {
-			s.info = p
-			close(s.ready)
-		})
-	case protocol.MethodOutput:
-		var p protocol.OutputParams
-		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil ||
-			(p.Stream != StreamStdout && p.Stream != StreamStderr) {
-			s.log.Debug().Msg("link: invalid output frame dropped")
-			return
-		}
-		a := s.active.Load()
-		if a == nil || a.scope.Call != p.Call {
-			s.log.Debug().Int64("call", p.Call).Int("bytes", len(p.Data)).Msg("link: output outside the active call discarded")
-			return
-		}
-		a.add(p.Stream, p.Data)
-	case protocol.MethodImage, protocol.MethodProgress:
-		s.handleMedia(req)
-	default:
-		s.log.Debug().Str("method", req.Method).Msg("link: unknown notification dropped")
-	}
-}
-
-func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	a := s.active.Load()
-	if a == nil {
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "No run_python call is active in this session")
-	}
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
-	if req.Method == protocol.MethodReset {
-		a.mu.Lock()
-		a.reset = true
-		a.mu.Unlock()
-		return struct{}{}, nil
-	}
-	return s.cfg.Router.ServeSandbox(ctx, a.scope, req.Method, params)
-}
-
-var knownBoxMethods = map[string]bool{
-	protocol.MethodListServers: true, protocol.MethodDiscoveredServers: true, protocol.MethodDescribeServer: true,
-	protocol.MethodListTools: true, protocol.MethodCallTool: true, protocol.MethodQueryToolDocs: true,
-	protocol.MethodSearchToolDocs: true, protocol.MethodSuggestTools: true, protocol.MethodReset: true,
-	protocol.MethodMemoryGet: true, protocol.MethodMemoryPut: true, protocol.MethodMemoryDelete: true, protocol.MethodMemoryList: true,
-	protocol.MethodSaveTool: true, protocol.MethodSavedTools: true, protocol.MethodDeleteTool: true,
-}
-
-// LinkError builds a link error with data.kind (LNK-6).
-func LinkError(code int64, kind, msg string) *jsonrpc2.Error {
-	e := &jsonrpc2.Error{Code: code, Message: msg}
-	e.SetError(protocol.ErrorData{Kind: kind})
-	return e
-}
-
-// tailBuffer keeps the last lines of a stream for error messages.
-type tailBuffer struct {
-	maxLines, maxBytes int
-	mu                 sync.Mutex
-	lines              []string
-	drained            chan struct{}
-}
-
-func newTailBuffer(lines, bytes int) *tailBuffer {
-	return &tailBuffer{maxLines: lines, maxBytes: bytes, drained: make(chan struct{})}
-}
-
-// drain reads r to its end. Its cost is linear in what it reads: a line
-// longer than maxBytes keeps only its last maxBytes, so an unterminated
-// flood costs one bounded buffer, never a growing one.
-func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
-	defer close(t.drained)
-	buf := make([]byte, 32<<10)
-	var partial []byte // the unterminated line so far, at most maxBytes
-	keep := func(b []byte) {
-		partial = append(partial, b...)
-		if over := len(partial) - t.maxBytes; over > 0 {
-			partial = append(partial[:0], partial[over:]...)
-		}
-	}
-	for {
-		n, err := r.Read(buf)
-		data := buf[:n]
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				keep(data)
-				break
-			}
-			keep(data[:i])
-			line := string(partial)
-			partial = partial[:0]
-			data = data[i+1:]
-			t.add(line)
-			log.Debug().Str("stderr", line).Msg("sandbox stderr")
-		}
-		if err != nil {
-			if len(partial) > 0 {
-				t.add(string(partial))
-			}
-			return
-		}
-	}
-}
-
-func (t *tailBuffer) add(line string) {
-	if len(line) > t.maxBytes {
-		line = line[:t.maxBytes]
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, line)
-	if len(t.lines) > t.maxLines {
-		t.lines = t.lines[len(t.lines)-t.maxLines:]
-	}
-}
-
-func (t *tailBuffer) waitDrained(d time.Duration) {
-	select {
-	case <-t.drained:
-	case <-time.After(d):
-	}
-}
-
-// String returns the kept lines, newest last, within maxBytes.
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := strings.Join(t.lines, "\n")
-	if len(out) > t.maxBytes {
-		out = out[len(out)-t.maxBytes:]
-	}
-	return out
-}
-
-// zerologPrintf adapts zerolog to jsonrpc2.Logger.
-type zerologPrintf struct{ log zerolog.Logger }
-
-func (z zerologPrintf) Printf(format string, v ...any) {
-	z.log.Debug().Msg(strings.TrimSpace(fmt.Sprintf(format, v...)))
-}

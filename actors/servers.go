@@ -15,7 +15,6 @@ import (
 // It applies configuration diffs by config hash (RLD-3) and rebuilds the
 // catalog whenever the configuration or a tool list changes.
 type Servers struct {
-	sup    *suture.Supervisor
 	deps   *ClientDeps
 	funcs  *CatalogFuncs
 	router *Router
@@ -31,7 +30,7 @@ type Servers struct {
 	// Owned by the Serve goroutine.
 	policy  *Policy
 	specs   []ServerSpec
-	live    map[string]*liveServer
+	live    *serviceMap[string, *liveServer]
 	tools   map[string][]ToolInfo
 	pending map[string][]ToolInfo // tool updates applied at the next rebuild
 }
@@ -44,7 +43,6 @@ type toolsUpdate struct {
 type liveServer struct {
 	spec   ServerSpec
 	client *Client
-	token  suture.ServiceToken
 }
 
 type applyReq struct {
@@ -65,12 +63,12 @@ func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) =
 // hosts the manager itself. spec builds each server's own supervisor spec.
 func NewServers(sup *suture.Supervisor, deps *ClientDeps, funcs *CatalogFuncs, router *Router, spec func(string) suture.Spec) *Servers {
 	m := &Servers{
-		sup: sup, deps: deps, funcs: funcs, router: router, spec: spec,
+		deps: deps, funcs: funcs, router: router, spec: spec,
 		log:     deps.Log.With().Str("actor", "servers").Logger(),
 		applies: make(chan applyReq),
 		ping:    make(chan struct{}, 1),
 		mailbox: map[string]toolsUpdate{},
-		live:    map[string]*liveServer{},
+		live:    newServiceMap[string, *liveServer](sup),
 		tools:   map[string][]ToolInfo{},
 	}
 	deps.OnTools = m.onTools
@@ -124,7 +122,7 @@ func (m *Servers) Serve(ctx context.Context) error {
 			m.mu.Unlock()
 			changed := false
 			for name, u := range box {
-				if ls, ok := m.live[name]; ok && ls.spec.Hash == u.hash {
+				if ls, ok := m.live.Get(name); ok && ls.spec.Hash == u.hash {
 					m.tools[name] = u.tools
 					changed = true
 				}
@@ -147,23 +145,19 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 	for _, s := range specs {
 		want[s.Name] = s
 	}
-	for name, ls := range m.live {
+	m.live.Each(func(name string, ls *liveServer) {
 		s, ok := want[name]
 		switch {
 		case !ok:
 			d.Removed = append(d.Removed, name)
-			m.stop(ls, fmt.Sprintf("Server '%s' was removed from the configuration", name))
-			delete(m.live, name)
-			delete(m.tools, name)
+			m.stop(name, ls, fmt.Sprintf("Server '%s' was removed from the configuration", name))
 		case s.Hash != ls.spec.Hash:
 			d.Changed = append(d.Changed, name)
-			m.stop(ls, fmt.Sprintf("Server '%s' was reloaded during the call; retry the call", name))
-			delete(m.live, name)
-			delete(m.tools, name)
+			m.stop(name, ls, fmt.Sprintf("Server '%s' was reloaded during the call; retry the call", name))
 		}
-	}
+	})
 	for _, s := range specs {
-		if ls, ok := m.live[s.Name]; ok {
+		if ls, ok := m.live.Get(s.Name); ok {
 			ls.spec.Description, ls.spec.Alias = s.Description, s.Alias
 			continue
 		}
@@ -173,7 +167,7 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 		c := NewClient(s, m.deps)
 		sup := suture.New("server:"+s.Name, m.spec("server:"+s.Name))
 		sup.Add(c)
-		m.live[s.Name] = &liveServer{spec: s, client: c, token: m.sup.Add(sup)}
+		m.live.Add(s.Name, &liveServer{spec: s, client: c}, sup)
 		if tools, ok := m.deps.Store.Load(s.Hash); ok {
 			m.tools[s.Name] = tools
 		}
@@ -185,20 +179,20 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 	return d
 }
 
-// stop ends a server; why is what its in-flight calls report (RLD-3).
-func (m *Servers) stop(ls *liveServer, why string) {
-	ls.client.removed.Store(why)
-	if err := m.sup.RemoveAndWait(ls.token, 10*time.Second); err != nil {
-		m.log.Warn().Err(err).Str("server", ls.spec.Name).Msg("stopping server")
+// stop ends a server and forgets its tools; why is what its in-flight
+// calls report (RLD-3).
+func (m *Servers) stop(name string, ls *liveServer, why string) {
+	ls.client.retire(why)
+	delete(m.tools, name)
+	if err := m.live.RemoveAndWait(name, 10*time.Second); err != nil {
+		m.log.Warn().Err(err).Str("server", name).Msg("stopping server")
 	}
 }
 
 // publish builds a new catalog and hands it to the router.
 func (m *Servers) publish() {
 	clients := map[string]*Client{}
-	for name, ls := range m.live {
-		clients[name] = ls.client
-	}
+	m.live.Each(func(name string, ls *liveServer) { clients[name] = ls.client })
 	c := buildCatalog(m.specs, clients, m.tools, m.funcs)
 	c.policy = m.policy
 	m.router.SetCatalog(c)

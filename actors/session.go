@@ -2,15 +2,14 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // interruptGrace is how long an interrupted cell may take to end before its
@@ -25,7 +24,7 @@ type ExecRequest struct {
 	Servers  []protocol.Server
 	Timeout  time.Duration
 	Deadline time.Time // queued time + Timeout (TMO-1)
-	Reply    chan Result
+	Reply    chan result.Result
 
 	// Discovered is every configured server name (MCP_DISCOVERED_SERVERS).
 	Discovered []string
@@ -112,7 +111,7 @@ func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
 			return false
 		}
 	}
-	req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
+	req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
 	return true
 }
 
@@ -152,7 +151,7 @@ func (s *Session) settle(why string) {
 
 // callDone is what a call goroutine hands back to the actor.
 type callDone struct {
-	result Result
+	result result.Result
 	sb     *sandbox // the sandbox after the call; nil if it is gone
 	reset  bool
 }
@@ -202,7 +201,7 @@ func (s *Session) Serve(ctx context.Context) error {
 				req := queue[0]
 				queue = queue[1:]
 				if req.Ctx.Err() != nil {
-					req.Reply <- Result{Status: StatusError, Error: "cancelled", Session: s.name}
+					req.Reply <- result.Result{Status: result.StatusError, Error: "cancelled", Session: s.name}
 					continue
 				}
 				s.calls++
@@ -231,8 +230,8 @@ func (s *Session) Serve(ctx context.Context) error {
 					continue
 				}
 				t := int(req.Timeout / time.Second)
-				req.Reply <- Result{
-					Status: StatusTimeout, Session: s.name, TimeoutSeconds: t,
+				req.Reply <- result.Result{
+					Status: result.StatusTimeout, Session: s.name, TimeoutSeconds: t,
 					Error: fmt.Sprintf("Session '%s' was busy with another call for the whole %ds timeout", s.name, t),
 				}
 			}
@@ -284,7 +283,7 @@ func (s *Session) Serve(ctx context.Context) error {
 			queue = s.hold(queue)
 			s.settle(stoppedShutdown)
 			for _, req := range queue {
-				req.Reply <- Result{Status: StatusError, Session: s.name, Error: "the bridge is shutting down"}
+				req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
 			}
 			close(s.done)
 			return ctx.Err()
@@ -316,275 +315,4 @@ func (s *Session) noteExit(sb *sandbox) {
 	s.log.Warn().Int("exitCode", sb.exitCode()).Msg("sandbox exited while idle")
 	s.closeAsync(sb)
 	s.sb = nil
-}
-
-// exitOOMKilled is the exit code of a sandbox whose worker the kernel's OOM
-// killer ended, as the supervisor tells it from the container cgroup's
-// oom_kill counter (entrypoint/supervisor.py OOM_EXIT). Every other code,
-// 137 included (an external SIGKILL), is reported as the exit code it is.
-const exitOOMKilled = 99
-
-// exitReason is the loss reason of an exited sandbox.
-func exitReason(sb *sandbox) string {
-	switch code := sb.exitCode(); {
-	case sb.linkStalled():
-		return "link stalled"
-	case code == exitOOMKilled:
-		return "memory limit exceeded"
-	default:
-		return fmt.Sprintf("sandbox exited with code %d", code)
-	}
-}
-
-// capField cuts *s to at most n bytes on a rune boundary, with a marker
-// saying how much the host cut; it reports whether it cut.
-func capField(s *string, n int) bool {
-	if len(*s) <= n {
-		return false
-	}
-	*s = clip(*s, n)
-	return true
-}
-
-// acquire returns a ready sandbox: the current one, else the spare, else a
-// new one, and the loss to report when the current one had died. The start
-// is bounded by the start timeout.
-func (s *Session) acquire(ctx context.Context, sb *sandbox) (_ *sandbox, loss string, err error) {
-	if sb != nil {
-		if sb.alive() {
-			return sb, "", nil
-		}
-		loss = exitReason(sb)
-		sb.close()
-	}
-	sb, err = s.start(ctx)
-	return sb, loss, err
-}
-
-// start returns a new ready sandbox, the spare first when there is one. A
-// spare that failed is not the session's failure (it may have started at a
-// bad moment, e.g. while a fork bomb's container was torn down under a
-// shared RLIMIT_NPROC): a fresh sandbox is started instead. A fresh start
-// is tried twice when the launcher asks for a retry.
-func (s *Session) start(ctx context.Context) (*sandbox, error) {
-	if s.spares != nil {
-		if sb := s.spares.takeSpare(ctx); sb != nil {
-			_, err := sb.waitReady(ctx)
-			if err == nil {
-				return sb, nil
-			}
-			sb.close()
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			s.log.Debug().Err(err).Msg("spare failed; starting a fresh sandbox")
-		}
-	}
-	for attempt := 0; attempt < 2; attempt++ {
-		sb, err := startSandbox(s.cfg, s.name)
-		if err != nil {
-			return nil, err
-		}
-		retry, err := sb.waitReady(ctx)
-		if err == nil {
-			return sb, nil
-		}
-		sb.close()
-		if !retry {
-			return nil, err
-		}
-	}
-	return nil, errors.New("sandbox did not start after a retry")
-}
-
-// runCall runs one call from start to result, as call number n; loss is a
-// state loss not yet reported. It runs on its own goroutine, owns sb for the
-// duration and touches no field of s that Serve owns.
-func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n int64, loss string) callDone {
-	start := time.Now()
-	t := int(req.Timeout / time.Second)
-	res := Result{Session: s.name, TimeoutSeconds: t}
-	for _, srv := range req.Servers {
-		res.Servers = append(res.Servers, srv.Name)
-	}
-	finish := func(r Result, sb *sandbox, reset bool) callDone {
-		if loss != "" && !r.StateLost {
-			r.StateLost, r.LossReason = true, loss
-		}
-		r.DurationMs = time.Since(start).Milliseconds()
-		return callDone{result: r, sb: sb, reset: reset}
-	}
-
-	// The start of a container counts against the start timeout only
-	// (TMO-1): the call's deadline moves by the time the start took.
-	acquired := time.Now()
-	sb, prior, err := s.acquire(ctx, sb)
-	callDeadline := req.Deadline.Add(time.Since(acquired))
-	if prior != "" {
-		loss = prior
-	}
-	if err != nil {
-		res.Status, res.Error = StatusError, err.Error()
-		return finish(res, nil, false)
-	}
-	call := &activeCall{
-		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64)},
-		limit: 2*s.cfg.MaxOutput + 1024,
-		media: newMedia(s.cfg.Boot.Limits),
-	}
-	sb.active.Store(call)
-	defer sb.active.Store(nil)
-	progress := progressFrom(req.Ctx)
-	if progress != nil {
-		defer call.streamProgress(progress)()
-	}
-
-	type reply struct {
-		r   protocol.ExecResult
-		err error
-	}
-	replies := make(chan reply, 1)
-	go func() {
-		var r protocol.ExecResult
-		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
-			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
-			Progress:   progress != nil,
-			Discovered: req.Discovered,
-		}, &r)
-		replies <- reply{r, err}
-	}()
-
-	deadline := time.NewTimer(time.Until(callDeadline))
-	defer deadline.Stop()
-	var (
-		grace, linger      <-chan time.Time
-		timedOut, hardKill bool
-		cancelC, shutdownC = req.Ctx.Done(), ctx.Done()
-		exitedC            = sb.exited
-		killed             chan struct{} // closed when the hard kill is done
-		got                reply
-	)
-	interrupt := func() {
-		if grace == nil && !hardKill {
-			sb.interrupt(call.scope.Call)
-			grace = time.After(interruptGrace)
-		}
-	}
-wait:
-	for {
-		select {
-		case got = <-replies:
-			break wait
-		case <-deadline.C:
-			timedOut = true
-			interrupt()
-		case <-cancelC:
-			cancelC = nil
-			interrupt()
-		case <-shutdownC:
-			shutdownC = nil
-			interrupt()
-		case <-grace:
-			grace = nil
-			hardKill = true
-			s.log.Warn().Int64("call", call.scope.Call).Msg("cell ignored the interrupt; replacing the container")
-			// The kill runs beside this loop, which keeps collecting frames;
-			// it is waited for below.
-			killed = make(chan struct{})
-			go func() {
-				defer close(killed)
-				sb.kill()
-			}()
-		case <-exitedC:
-			// Frames written before the exit may still be in the pipe: give
-			// the reader a moment before closing the link.
-			exitedC = nil
-			linger = time.After(300 * time.Millisecond)
-		case <-linger:
-			linger = nil
-			_ = sb.conn.Close()
-		}
-	}
-	if killed != nil {
-		<-killed
-	}
-	sb.markServed()
-
-	output, truncated, reset := call.snapshot()
-	res.Output = output
-	res.Images, res.ImageNotes = call.images(got.r.Saved)
-	if got.err == nil {
-		r := got.r
-		// The reply may be forged by user code: every field it carries
-		// is capped here, whatever the sandbox's own caps did (TRN-3).
-		cut := capField(&r.Error, s.cfg.MaxOutput)
-		if r.Result != nil {
-			v := *r.Result
-			cut = capField(&v, s.cfg.MaxOutput) || cut
-			r.Result = &v
-		}
-		res.Truncated = truncated || r.Truncated || cut
-		res.Value = r.Result
-		res.Notes = append(res.Notes, boxNotes(r.Notes)...)
-		switch {
-		case timedOut && r.Outcome == protocol.OutcomeInterrupted:
-			res.Status = StatusTimeout
-			res.Error = fmt.Sprintf("Execution timed out after %ds", t)
-		case r.Outcome == protocol.OutcomeOK || (r.Outcome == protocol.OutcomeExit && r.ExitCode == 0):
-			res.Status = StatusSuccess
-			res.ExitCode = IntPtr(0)
-		default:
-			res.Status = StatusError
-			res.ExitCode = IntPtr(r.ExitCode)
-			res.Error = r.Error
-		}
-		return finish(res, sb, reset || r.Reset)
-	}
-
-	// The exec frame never left: it is over the frame cap (the code plus
-	// the granted servers' tool lists). The sandbox is untouched.
-	if errors.Is(got.err, protocol.ErrFrameTooLarge) {
-		res.Status = StatusError
-		res.Error = fmt.Sprintf("The code and the tool lists of the servers it may call do not fit in one frame: %v (MCP_BRIDGE_MAX_FRAME_BYTES); send less code or fewer servers", got.err)
-		return finish(res, sb, false)
-	}
-	// The link broke. Either the container died on its own (its exit is
-	// reaped a moment later), or it is alive and sent an invalid reply, which
-	// can only be forged by user code: replace it and say so.
-	died := sb.waitExit(time.Second)
-	if !died {
-		s.log.Warn().Err(got.err).Msg("invalid exec reply from a live sandbox; replacing it")
-		sb.kill()
-	}
-	<-sb.exited
-	code := sb.exitCode()
-	stalled := sb.linkStalled()
-	sb.close()
-	res.StateLost = true
-	switch {
-	case timedOut || hardKill:
-		res.Status = StatusTimeout
-		res.Error = fmt.Sprintf("Execution timed out after %ds", t)
-		res.LossReason = "timeout"
-	case stalled:
-		res.Status = StatusError
-		res.Error = fmt.Sprintf("The sandbox stopped reading its link for %ds; the session was restarted", int(linkWriteBound/time.Second))
-		res.LossReason = "link stalled"
-	case !died:
-		res.Status = StatusError
-		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", got.err)
-		res.LossReason = "invalid reply from the sandbox"
-	case code == exitOOMKilled:
-		res.Status = StatusError
-		res.ExitCode = IntPtr(137)
-		res.Error = fmt.Sprintf("memory limit exceeded (MCP_BRIDGE_MEMORY=%s); the session was restarted", s.cfg.MemoryLabel)
-		res.LossReason = exitReason(sb)
-	default:
-		res.Status = StatusError
-		res.ExitCode = IntPtr(code)
-		res.Error = fmt.Sprintf("Sandbox exited with code %d", code)
-		res.LossReason = exitReason(sb)
-	}
-	s.log.Warn().Int("exitCode", code).Str("reason", res.LossReason).Msg("session state lost")
-	return finish(res, nil, false)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/thejerf/suture/v4"
+
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // fakeLauncher starts argv as every sandbox (none when argv is nil); Remove
@@ -59,20 +61,30 @@ func testConfig(l Launcher) *SandboxConfig {
 // test ends.
 func startSessions(t *testing.T, cfg *SandboxConfig, maxSessions int) *Sessions {
 	t.Helper()
-	sup := suture.New("sessions-test", suture.Spec{EventHook: func(suture.Event) {}})
+	sup := quietSupervisor("sessions-test")
 	m := NewSessions(cfg, sup, maxSessions, 0)
 	sup.Add(m)
+	serveUntilCleanup(t, sup)
+	return m
+}
+
+// quietSupervisor is a supervisor that logs nothing.
+func quietSupervisor(name string) *suture.Supervisor {
+	return suture.New(name, suture.Spec{EventHook: func(suture.Event) {}})
+}
+
+// serveUntilCleanup runs sup until the test ends, and waits for it.
+func serveUntilCleanup(t *testing.T, sup *suture.Supervisor) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := sup.ServeBackground(ctx)
 	t.Cleanup(func() {
 		cancel()
 		<-errc
 	})
-	return m
 }
 
 func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {
-	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan Result, 1)}
+	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan result.Result, 1)}
 }
 
 // TestEvictedSessionAnswersEveryCall: a caller that got a session just
@@ -100,7 +112,7 @@ func TestEvictedSessionAnswersEveryCall(t *testing.T) {
 	}
 	select {
 	case got := <-req.Reply:
-		if want := "no sandbox in this test"; got.Status != StatusError || got.Error != want {
+		if want := "no sandbox in this test"; got.Status != result.StatusError || got.Error != want {
 			t.Errorf("got %s %q, want the error of a replacement session's start %q", got.Status, got.Error, want)
 		}
 	case <-time.After(10 * time.Second):
@@ -139,7 +151,7 @@ func TestQueuedCallOwnDeadline(t *testing.T) {
 	}
 	select {
 	case got := <-short.Reply:
-		if got.Status != StatusTimeout {
+		if got.Status != result.StatusTimeout {
 			t.Errorf("short queued call: %s %q, want a timeout", got.Status, got.Error)
 		}
 	case got := <-first.Reply:
@@ -163,7 +175,7 @@ func TestEvictionDoesNotBlockManager(t *testing.T) {
 	}
 	req := newRequest(ctx, 20*time.Second)
 	a.Exec(ctx, req)
-	if got := <-req.Reply; got.Status != StatusSuccess {
+	if got := <-req.Reply; got.Status != result.StatusSuccess {
 		t.Fatalf("call in a: %s %q", got.Status, got.Error)
 	}
 	before := l.returned.Load()
@@ -213,7 +225,7 @@ func TestSpareReplacedAfterFirstCall(t *testing.T) {
 			if n := l.n.Load(); n != 1 {
 				t.Errorf("%d containers started while the adopted spare's first call ran; want 1", n)
 			}
-			if r := <-req.Reply; r.Status != StatusSuccess {
+			if r := <-req.Reply; r.Status != result.StatusSuccess {
 				t.Fatalf("call: %+v", r)
 			}
 			want := int64(2)
@@ -261,7 +273,7 @@ func TestFailedSpareStartsFresh(t *testing.T) {
 	}
 	select {
 	case got := <-req.Reply:
-		if got.Status != StatusSuccess {
+		if got.Status != result.StatusSuccess {
 			t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
 		}
 	case <-time.After(20 * time.Second):

@@ -25,7 +25,6 @@ type Sessions struct {
 	SingleUse bool
 
 	cfg  *SandboxConfig
-	sup  *suture.Supervisor
 	max  int
 	idle time.Duration
 	log  zerolog.Logger
@@ -36,7 +35,7 @@ type Sessions struct {
 	done   chan struct{} // closed when Serve has returned for good
 
 	// Owned by the Serve goroutine.
-	live      map[string]*liveSession
+	live      *serviceMap[string, *liveSession]
 	lost      map[string]string // loss reasons of evicted names
 	spare     *sandbox
 	spareFrom time.Time
@@ -47,7 +46,6 @@ type Sessions struct {
 
 type liveSession struct {
 	s        *Session
-	token    suture.ServiceToken
 	lastUsed time.Time
 }
 
@@ -65,13 +63,13 @@ type getReply struct {
 // the caller adds the manager itself and which hosts every session actor.
 func NewSessions(cfg *SandboxConfig, sup *suture.Supervisor, maxSessions int, idle time.Duration) *Sessions {
 	return &Sessions{
-		cfg: cfg, sup: sup, max: maxSessions, idle: idle,
+		cfg: cfg, max: maxSessions, idle: idle,
 		log:    cfg.Log.With().Str("actor", "sessions").Logger(),
 		gets:   make(chan getSession),
 		spares: make(chan chan *sandbox),
 		ticks:  make(chan time.Time, 1),
 		done:   make(chan struct{}),
-		live:   map[string]*liveSession{},
+		live:   newServiceMap[string, *liveSession](sup),
 		lost:   map[string]string{},
 	}
 }
@@ -171,12 +169,12 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case <-m.spareDue:
 			m.nextSpare()
 		case now := <-m.ticks:
-			for _, ls := range m.live {
+			m.live.Each(func(_ string, ls *liveSession) {
 				select {
 				case ls.s.control <- sessionControl{now: now}:
 				default:
 				}
-			}
+			})
 			if m.spare != nil && m.idle > 0 && now.Sub(m.spareFrom) > m.idle {
 				m.log.Debug().Msg("spare container idle; stopping it")
 				m.closeAsync(m.spare)
@@ -256,28 +254,30 @@ func (m *Sessions) startSpare() {
 }
 
 func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
-	if ls, ok := m.live[name]; ok {
+	if ls, ok := m.live.Get(name); ok {
 		ls.lastUsed = time.Now()
 		return ls.s, nil
 	}
-	if len(m.live) >= m.max && !m.evictOne(ctx) {
+	if m.live.Len() >= m.max && !m.evictOne(ctx) {
 		return nil, fmt.Errorf("Too many sessions (MCP_BRIDGE_MAX_SESSIONS=%d); reuse a session name or wait", m.max)
 	}
 	s := NewSession(name, m.cfg, m, m.idle, m.lost[name])
 	delete(m.lost, name)
-	m.live[name] = &liveSession{s: s, token: m.sup.Add(s), lastUsed: time.Now()}
+	m.live.Add(name, &liveSession{s: s, lastUsed: time.Now()}, s)
 	return s, nil
 }
 
 // evictOne ends the least recently used idle session; false if all are busy.
 func (m *Sessions) evictOne(ctx context.Context) bool {
-	names := make([]string, 0, len(m.live))
-	for n := range m.live {
-		names = append(names, n)
+	type candidate struct {
+		name string
+		ls   *liveSession
 	}
-	sort.Slice(names, func(i, j int) bool { return m.live[names[i]].lastUsed.Before(m.live[names[j]].lastUsed) })
-	for _, n := range names {
-		ls := m.live[n]
+	var byUse []candidate
+	m.live.Each(func(n string, ls *liveSession) { byUse = append(byUse, candidate{n, ls}) })
+	sort.Slice(byUse, func(i, j int) bool { return byUse[i].ls.lastUsed.Before(byUse[j].ls.lastUsed) })
+	for _, c := range byUse {
+		n, ls := c.name, c.ls
 		reply := make(chan bool, 1)
 		ended := false
 		select {
@@ -299,10 +299,9 @@ func (m *Sessions) evictOne(ctx context.Context) bool {
 		}
 		// The session has ended its sandbox's close beside itself; removal
 		// only cancels its context, and the supervisor waits for it.
-		if err := m.sup.Remove(ls.token); err != nil {
+		if err := m.live.Remove(n); err != nil {
 			m.log.Warn().Err(err).Str("session", n).Msg("could not remove an evicted session")
 		}
-		delete(m.live, n)
 		m.lost[n] = "evicted"
 		m.log.Info().Str("session", n).Msg("evicted the least recently used idle session")
 		return true

@@ -23,80 +23,30 @@ type Store interface {
 	DeleteTool(name string) (bool, error)
 }
 
-// storeMethods are the box→host methods the store serves.
-var storeMethods = map[string]bool{
-	protocol.MethodMemoryGet: true, protocol.MethodMemoryPut: true, protocol.MethodMemoryDelete: true,
-	protocol.MethodMemoryList: true, protocol.MethodSaveTool: true, protocol.MethodSavedTools: true,
-	protocol.MethodDeleteTool: true,
-}
-
 // UserToolsServer is the server name saved tools carry in search results.
 const UserToolsServer = "user_tools"
 
-// serveStore answers a store method; params are decoded strictly (LNK-3).
-func (r *Router) serveStore(method string, params json.RawMessage) (any, error) {
-	if r.Store == nil {
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "The memory and saved-tool store is not available in this bridge")
+// storeMethod answers method with f: params are decoded strictly (LNK-3)
+// into P, and the store's errors become link errors with its code and kind.
+func storeMethod[P any](method string, f func(s Store, p P) (any, error)) boxHandler {
+	return func(r *Router, _ context.Context, _ Scope, params json.RawMessage) (any, error) {
+		if r.Store == nil {
+			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "The memory and saved-tool store is not available in this bridge")
+		}
+		var p P
+		if err := decodeParams(method, params, &p); err != nil {
+			return nil, err
+		}
+		res, err := f(r.Store, p)
+		if err != nil {
+			var se *protocol.StoreError
+			if errors.As(err, &se) {
+				return nil, LinkError(se.Code, se.Kind, se.Message)
+			}
+			return nil, err
+		}
+		return res, nil
 	}
-	res, err := r.storeCall(method, params)
-	if err != nil {
-		var se *protocol.StoreError
-		if errors.As(err, &se) {
-			return nil, LinkError(se.Code, se.Kind, se.Message)
-		}
-		return nil, err
-	}
-	return res, nil
-}
-
-func (r *Router) storeCall(method string, params json.RawMessage) (any, error) {
-	switch method {
-	case protocol.MethodMemoryGet:
-		var p protocol.KeyParams
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		return r.Store.MemoryGet(p.Key)
-	case protocol.MethodMemoryPut:
-		var p protocol.MemoryPutParams
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		return r.Store.MemoryPut(p)
-	case protocol.MethodMemoryDelete:
-		var p protocol.KeyParams
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		ok, err := r.Store.MemoryDelete(p.Key)
-		return map[string]bool{"deleted": ok}, err
-	case protocol.MethodMemoryList:
-		if err := decodeParams(method, params, &struct{}{}); err != nil {
-			return nil, err
-		}
-		list, err := r.Store.MemoryList()
-		return map[string]any{"memories": list}, err
-	case protocol.MethodSaveTool:
-		var p protocol.SaveToolParams
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		return r.Store.SaveTool(p)
-	case protocol.MethodSavedTools:
-		if err := decodeParams(method, params, &struct{}{}); err != nil {
-			return nil, err
-		}
-		tools, problems, err := r.Store.SavedTools()
-		return map[string]any{"tools": tools, "problems": problems}, err
-	case protocol.MethodDeleteTool:
-		var p protocol.NameParams
-		if err := decodeParams(method, params, &p); err != nil {
-			return nil, err
-		}
-		ok, err := r.Store.DeleteTool(p.Name)
-		return map[string]bool{"deleted": ok}, err
-	}
-	return nil, fmt.Errorf("store: unknown method %q", method)
 }
 
 // userToolDocs are the saved tools as searchable tools of the pseudo-server

@@ -57,17 +57,9 @@ func killGroup(pgid int, leaderStart int64) bool {
 // recorded process is still the same one (same start time), and forgets
 // them. It returns how many groups it killed.
 func (r *childRegistry) Sweep() int {
-	entries, err := os.ReadDir(r.dir)
-	if err != nil {
-		return 0
-	}
 	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		path := filepath.Join(r.dir, e.Name())
+	for _, pid := range pidEntries(r.dir) {
+		path := filepath.Join(r.dir, strconv.Itoa(pid))
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue

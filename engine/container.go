@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -139,51 +138,6 @@ func NewLauncher(env Env, owner string, log zerolog.Logger) *Launcher {
 
 // Local reports whether sandboxes are plain host processes (RT-5).
 func (l *Launcher) Local() bool { return l.env.Runtime == "local" }
-
-// resolve finds the container CLI once (RT-1).
-func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.resolved {
-		l.resolved = true
-		l.cli, l.err = findRuntime(l.env.Runtime)
-		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
-	}
-	return l.cli, l.podman, l.oci, l.err
-}
-
-// CLI returns the resolved container CLI, or ErrNoRuntime.
-func (l *Launcher) CLI() (string, error) {
-	cli, _, _, err := l.resolve()
-	return cli, err
-}
-
-// GlobalArgs returns the flags that go before the subcommand: podman's
-// --runtime, and for runsc the network flag gVisor needs (RT-2).
-func (l *Launcher) GlobalArgs() []string {
-	cli, podman, oci, _ := l.resolve()
-	argv := ContainerArgv(ArgvSpec{CLI: cli, Podman: podman, OCIRuntime: oci})
-	if i := slices.Index(argv, "run"); i > 1 {
-		return argv[1:i]
-	}
-	return nil
-}
-
-func findRuntime(name string) (string, error) {
-	if name != "" {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			return "", fmt.Errorf("container runtime %q (MCP_BRIDGE_RUNTIME) not found: %w", name, err)
-		}
-		return p, nil
-	}
-	for _, n := range []string{"podman", "docker"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", ErrNoRuntime
-}
 
 // Command implements actors.Launcher.
 func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
@@ -340,40 +294,6 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Sweep removes containers whose owner on this host is dead (CTR-4).
-func (l *Launcher) Sweep(ctx context.Context) int {
-	if l.Local() {
-		return 0
-	}
-	cli, _, _, err := l.resolve()
-	if err != nil {
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	args := append(l.GlobalArgs(), "ps", "-a", "--filter", "label=bridge.owner", "--format", `{{.Names}} {{index .Labels "bridge.owner"}}`)
-	out, err := l.RuntimeCommand(ctx, cli, args...).Output()
-	if err != nil {
-		l.log.Debug().Err(err).Msg("sweep: list containers")
-		return 0
-	}
-	n := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		name, owner, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok || OwnerAlive(owner) {
-			continue
-		}
-		l.Remove(ctx, name)
-		n++
-	}
-	if n > 0 {
-		l.log.Info().Int("containers", n).Msg("removed containers left by a dead bridge")
-	}
-	n += l.sweepStranded(ctx)
-	l.log.Debug().Int("removed", n).Msg("sweep: done")
-	return n
-}
-
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
 // with every production flag, for image checks (IMG-4).
 func (l *Launcher) VerifyArgs(img string) []string {
@@ -392,78 +312,4 @@ func (l *Launcher) VerifyArgs(img string) []string {
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
 	return argv[slices.Index(argv, "run") : len(argv)-4]
-}
-
-// sweepStranded kills conmon processes (and their `runc init` children) of
-// containers named bridge-<pid>-… whose bridge is dead, and deletes their
-// runtime state. They exist when a container CLI was killed while creating
-// a container (a SIGKILLed bridge takes its CLIs with it): podman no longer
-// lists such a container, so removal by name cannot reach it.
-func (l *Launcher) sweepStranded(ctx context.Context) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.HasSuffix(strings.SplitN(string(raw), "\x00", 2)[0], "conmon") {
-			continue
-		}
-		args := strings.Split(string(raw), "\x00")
-		var name, id, runtime string
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "-n", "--name":
-				name = args[i+1]
-			case "-c", "--cid":
-				id = args[i+1]
-			case "-r", "--runtime":
-				runtime = args[i+1]
-			}
-		}
-		owner, ok := bridgePidOf(name)
-		if !ok || owner == os.Getpid() || processStartMs(owner) != 0 {
-			continue // not ours, or its bridge is alive (a recycled pid is left alone)
-		}
-		killTree(pid)
-		if runtime != "" && id != "" {
-			dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_ = l.RuntimeCommand(dctx, runtime, "delete", "--force", id).Run()
-			cancel()
-		}
-		n++
-	}
-	if n > 0 {
-		l.log.Info().Int("containers", n).Msg("killed containers stranded mid-creation by a dead bridge")
-	}
-	return n
-}
-
-// bridgePidOf parses the bridge pid out of a container name bridge-<pid>-….
-func bridgePidOf(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, "bridge-")
-	if !ok {
-		return 0, false
-	}
-	pidText, _, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(pidText)
-	return pid, err == nil
-}
-
-// killTree SIGKILLs pid's children, then pid.
-func killTree(pid int) {
-	for _, p := range allProcs() {
-		if p.ppid == pid {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		}
-	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }

@@ -1,5 +1,3 @@
-// Package engine wires the bridge: configuration, the container launcher,
-// rendering, and the supervision tree of actors.
 package engine
 
 import (
@@ -24,6 +22,7 @@ import (
 	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // Engine is one bridge process's actors and their configuration.
@@ -42,7 +41,7 @@ type Engine struct {
 	dispatcher *actors.Dispatcher
 	store      *catalogStore
 	children   *childRegistry
-	events     chan string
+	events     chan suture.Event
 	getenv     func(string) string
 	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
 	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
@@ -52,7 +51,7 @@ type Engine struct {
 // getenv is the bridge's environment, from which children get only the
 // variables ENV-1 allows. watch turns on config watching (bridge run --watch).
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
-	e := &Engine{Env: env, Version: version, Log: log, events: make(chan string, 256), getenv: getenv}
+	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv}
 	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
 	funcs := catalogFuncs()
 	e.router = actors.NewRouter(funcs)
@@ -106,11 +105,11 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.sessSup.Add(e.sessions)
 	e.dispatcher = &actors.Dispatcher{
 		Sessions:       e.sessions,
-		Resolve:        e.resolve,
+		Discovery:      e.discovery,
+		Router:         e.router,
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
-		Discovered:     e.router.DiscoveredNames,
 	}
 	return e
 }
@@ -126,15 +125,6 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 		Store:        e.store,
 		Log:          e.Log,
 	}
-}
-
-// resolve confirms the configuration is current (RLD-1), then maps the
-// servers argument to the servers granted to the call.
-func (e *Engine) resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
-	if err := e.discovery.Check(ctx); err != nil {
-		return nil, err
-	}
-	return e.router.Resolve(ctx, names)
 }
 
 func (e *Engine) configOptions() config.Options {
@@ -192,7 +182,7 @@ func (e *Engine) spec() suture.Spec {
 	return suture.Spec{
 		EventHook: func(ev suture.Event) {
 			select {
-			case e.events <- ev.String():
+			case e.events <- ev:
 			default:
 			}
 		},
@@ -202,10 +192,11 @@ func (e *Engine) spec() suture.Spec {
 
 func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 	defer wg.Done()
+	l := eventLog{log: e.Log.With().Str("actor", "supervisor").Logger()}
 	for {
 		select {
-		case s := <-e.events:
-			e.Log.Warn().Str("actor", "supervisor").Msg(s)
+		case ev := <-e.events:
+			l.event(ev)
 		case <-ctx.Done():
 			return
 		}
@@ -213,13 +204,13 @@ func (e *Engine) logEvents(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // Render renders a result in the configured output mode.
-func (e *Engine) Render(r actors.Result) *mcp.CallToolResult {
+func (e *Engine) Render(r result.Result) *mcp.CallToolResult {
 	return render.Render(e.Env.OutputMode, r)
 }
 
 // renderTool renders a run_python result for the MCP front: Render plus the
 // limits warning on the first result of each session.
-func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
+func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
 	e.limitsNote(&r)
 	return e.Render(r)
 }
@@ -228,9 +219,9 @@ func (e *Engine) renderTool(r actors.Result) *mcp.CallToolResult {
 // result of each session where cgroups cannot enforce the sandbox's limits.
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
-func (e *Engine) limitsNote(r *actors.Result) {
+func (e *Engine) limitsNote(r *result.Result) {
 	f, ok := e.Launcher.limitsKnown()
-	if !ok || r.Session == "" || r.Status == actors.StatusValidation {
+	if !ok || r.Session == "" || r.Status == result.StatusValidation {
 		return
 	}
 	w := LimitsWarning(f, e.Env)
@@ -298,7 +289,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // Exec runs one call through the same actors as Serve (bridge exec). emit
 // gets the result before the actors stop, so a caller can print it without
 // waiting for container teardown.
-func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Result)) {
+func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Result)) {
 	queued := time.Now()
 	e.sessions.SingleUse = true // one call: a replacement spare would only be stopped again
 	ctx, cancel := context.WithCancel(ctx)
@@ -307,7 +298,9 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(actors.Re
 	go e.logEvents(ctx, &wg)
 	go func() {
 		defer wg.Done()
-		_ = e.root(nil).Serve(ctx)
+		if err := e.root(nil).Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			e.Log.Error().Err(err).Msg("actors stopped")
+		}
 	}()
 	res := e.dispatcher.RunArgs(ctx, args, queued)
 	res.Notes = append(res.Notes, args.Notes...)

@@ -46,17 +46,28 @@ func processStartMs(pid int) int64 {
 
 // allProcs returns every process's stat.
 func allProcs() []procStat {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make([]procStat, 0, len(entries))
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			if st, ok := readProcStat(pid); ok {
-				out = append(out, st)
-			}
+	pids := pidEntries("/proc")
+	out := make([]procStat, 0, len(pids))
+	for _, pid := range pids {
+		if st, ok := readProcStat(pid); ok {
+			out = append(out, st)
 		}
 	}
 	return out
+}
+
+// pidEntries are the entries of dir named by a pid (/proc, the children
+// registry).
+func pidEntries(dir string) []int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -290,4 +291,49 @@ func fallbackLimits(f RuntimeFacts, env Env, s *ArgvSpec) {
 	}
 	s.DataBytes = env.MemoryBytes
 	s.Nproc = min(s.Nproc, uint64(env.Pids))
+}
+
+// resolve finds the container CLI once (RT-1).
+func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.resolved {
+		l.resolved = true
+		l.cli, l.err = findRuntime(l.env.Runtime)
+		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
+	}
+	return l.cli, l.podman, l.oci, l.err
+}
+
+// CLI returns the resolved container CLI, or ErrNoRuntime.
+func (l *Launcher) CLI() (string, error) {
+	cli, _, _, err := l.resolve()
+	return cli, err
+}
+
+// GlobalArgs returns the flags that go before the subcommand: podman's
+// --runtime, and for runsc the network flag gVisor needs (RT-2).
+func (l *Launcher) GlobalArgs() []string {
+	cli, podman, oci, _ := l.resolve()
+	argv := ContainerArgv(ArgvSpec{CLI: cli, Podman: podman, OCIRuntime: oci})
+	if i := slices.Index(argv, "run"); i > 1 {
+		return argv[1:i]
+	}
+	return nil
+}
+
+func findRuntime(name string) (string, error) {
+	if name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("container runtime %q (MCP_BRIDGE_RUNTIME) not found: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, n := range []string{"podman", "docker"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNoRuntime
 }

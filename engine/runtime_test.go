@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // scriptCLI writes an executable named name that prints stdout to stdout,
@@ -187,7 +187,7 @@ func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
 		}
 		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
 		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
-		first := actors.Result{Session: "default", Status: actors.StatusSuccess}
+		first := result.Result{Session: "default", Status: result.StatusSuccess}
 		e.limitsNote(&first)
 		if len(first.Notes) != 0 {
 			t.Errorf("before the probe: notes %q, want none", first.Notes)
@@ -195,7 +195,7 @@ func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
 		e.Launcher.Facts()
 		var got []int
 		for _, s := range []string{"default", "default", "other", "default"} {
-			r := actors.Result{Session: s, Status: actors.StatusSuccess}
+			r := result.Result{Session: s, Status: result.StatusSuccess}
 			e.limitsNote(&r)
 			got = append(got, len(r.Notes))
 			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {

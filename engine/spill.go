@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // spillRe finds the in-session spill file a truncated result's marker names.
@@ -22,7 +23,7 @@ var spillRe = regexp.MustCompile(`full output in (/workspace/\.bridge/output-[0-
 const maxFetchedSpill = 64 << 20
 
 // SpillPath returns the spill file a truncated result names, "" when none.
-func SpillPath(r actors.Result) string {
+func SpillPath(r result.Result) string {
 	if !r.Truncated {
 		return ""
 	}
@@ -39,7 +40,7 @@ func SpillPath(r actors.Result) string {
 // run before the session ends (bridge exec removes its container when it
 // exits): it reads the file through the session itself, base64 chunks that
 // each fit under the output cap.
-func (e *Engine) FetchSpill(ctx context.Context, r actors.Result) (string, error) {
+func (e *Engine) FetchSpill(ctx context.Context, r result.Result) (string, error) {
 	src := SpillPath(r)
 	if src == "" {
 		return "", errors.New("the result names no spill file")
@@ -50,7 +51,7 @@ func (e *Engine) FetchSpill(ctx context.Context, r actors.Result) (string, error
 		code := fmt.Sprintf("import base64, sys\nwith open(%q, 'rb') as f:\n    f.seek(%d)\n    sys.stdout.write(base64.b64encode(f.read(%d)).decode())",
 			src, len(data), chunk)
 		res := e.dispatcher.RunArgs(ctx, actors.Args{Code: code, Session: r.Session, Timeout: min(30, e.Env.MaxTimeout)}, time.Now())
-		if res.Status != actors.StatusSuccess || res.Truncated {
+		if res.Status != result.StatusSuccess || res.Truncated {
 			return "", fmt.Errorf("read %s: %s", src, strings.TrimSpace(res.Error+" "+stdoutOf(res)))
 		}
 		part, err := base64.StdEncoding.DecodeString(stdoutOf(res))
@@ -76,10 +77,10 @@ func (e *Engine) FetchSpill(ctx context.Context, r actors.Result) (string, error
 	return dst, nil
 }
 
-func stdoutOf(r actors.Result) string {
+func stdoutOf(r result.Result) string {
 	var b strings.Builder
 	for _, c := range r.Output {
-		if c.Stream == actors.StreamStdout {
+		if c.Stream == result.StreamStdout {
 			b.WriteString(c.Data)
 		}
 	}

@@ -1,5 +1,8 @@
-// Package protocol defines the host↔sandbox link (SPEC §7): JSON-RPC 2.0, one
-// message per line over the container's stdin and stdout.
+package protocol
+
+import "encoding/json"
+
+// Method names of the host↔sandbox link; doc.go describes each one.
 //
 // Besides the discovery, docs and tool-call methods, the sandbox reaches the
 // host's persistent store through these box→host requests; the store lives
@@ -18,11 +21,6 @@
 //
 // Store errors carry kind "invalid_arguments" (bad key, value over a cap),
 // "conflict" or "server_error" (the disk failed).
-package protocol
-
-import "encoding/json"
-
-// Method names of the host↔sandbox link. doc.go describes each one.
 const (
 	MethodBoot      = "boot"
 	MethodReady     = "ready"
@@ -43,7 +41,6 @@ const (
 	MethodSuggestTools      = "suggest_tools"
 	MethodReset             = "reset"
 	MethodSaveTool          = "save_tool"
-	MethodLoadTool          = "load_tool"
 
 	MethodMemoryGet    = "memory_get"
 	MethodMemoryPut    = "memory_put"

@@ -1,5 +1,8 @@
 package protocol
 
+// stream_test.go is over 500 lines on purpose: every way a hostile peer can
+// misuse the line stream (oversized, junk, stalled, concurrent) is a case.
+
 import (
 	"bufio"
 	"bytes"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // execCmd runs code through the same engine from a terminal and prints the
@@ -66,11 +67,14 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	if *timeout != 0 {
 		raw["timeout"] = *timeout
 	}
-	rawJSON, _ := json.Marshal(raw)
+	rawJSON, err := json.Marshal(raw)
+	if err != nil {
+		return m.usage("exec: arguments: %v", err)
+	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
 	a, msg := e.Validate(rawJSON)
-	var res actors.Result
-	emit := func(r actors.Result) {
+	var res result.Result
+	emit := func(r result.Result) {
 		res = r
 		if src := engine.SpillPath(r); src != "" {
 			// The session's container is removed when exec exits: copy the
@@ -83,19 +87,22 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
 			}
 		}
-		fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode))
+		if _, err := fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode)); err != nil {
+			res.Status = result.StatusError
+			fmt.Fprintf(m.Stderr, "bridge: exec: write result: %v\n", err)
+		}
 	}
 	if msg != "" {
-		emit(actors.Result{Status: actors.StatusValidation, Error: msg, Session: actors.DefaultSession})
+		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: actors.DefaultSession})
 	} else {
 		e.Exec(ctx, a, emit)
 	}
 	switch res.Status {
-	case actors.StatusSuccess:
+	case result.StatusSuccess:
 		return 0
-	case actors.StatusValidation:
+	case result.StatusValidation:
 		return 2
-	case actors.StatusTimeout:
+	case result.StatusTimeout:
 		return 124
 	}
 	return 1

@@ -1,5 +1,8 @@
 package image
 
+// image_test.go is over 500 lines on purpose: one test per build step (mirror,
+// containerfile, bootstrap argv, purge list, hooks, report), sharing fakes.
+
 import (
 	"bytes"
 	"context"

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/toon"
+	"github.com/bridge-mcp/bridge/protocol/result"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -28,7 +28,7 @@ const defaultSession = "default"
 // The result has one text content followed by the call's images (image
 // content, in the order they were made), the payload as an ordered
 // structuredContent object, and IsError set when the status is not success.
-func Render(mode string, r actors.Result) *mcp.CallToolResult {
+func Render(mode string, r result.Result) *mcp.CallToolResult {
 	v := newView(r)
 	var text string
 	var structured toon.Object
@@ -58,7 +58,7 @@ func Render(mode string, r actors.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           content,
 		StructuredContent: structured,
-		IsError:           r.Status != actors.StatusSuccess,
+		IsError:           r.Status != result.StatusSuccess,
 	}
 }
 
@@ -78,21 +78,21 @@ func indentJSON(o toon.Object) string {
 
 // view is a Result with the derived values every form needs.
 type view struct {
-	r       actors.Result
+	r       result.Result
 	session string
 	stdout  []string // lines of the concatenated stdout chunks
 	stderr  []string
 	summary string
 }
 
-func newView(r actors.Result) view {
+func newView(r result.Result) view {
 	v := view{r: r, session: r.Session}
 	if v.session == "" {
 		v.session = defaultSession // an absent session argument means "default"
 	}
 	var out, errs strings.Builder
 	for _, c := range r.Output {
-		if c.Stream == actors.StreamStderr {
+		if c.Stream == result.StreamStderr {
 			errs.WriteString(c.Data)
 		} else {
 			out.WriteString(c.Data)
@@ -115,16 +115,16 @@ func splitLines(s string) []string {
 
 // summaryOf returns the summary of r (§8.3); hasOutput says whether the call
 // wrote anything to stdout or stderr.
-func summaryOf(r actors.Result, hasOutput bool) string {
+func summaryOf(r result.Result, hasOutput bool) string {
 	switch r.Status {
-	case actors.StatusSuccess:
+	case result.StatusSuccess:
 		if hasOutput {
 			return "Success"
 		}
 		return "Success (no output)"
-	case actors.StatusTimeout:
+	case result.StatusTimeout:
 		return "Timeout: execution exceeded " + strconv.Itoa(r.TimeoutSeconds) + "s"
-	case actors.StatusValidation:
+	case result.StatusValidation:
 		return r.Error
 	}
 	if r.Internal {
@@ -153,10 +153,10 @@ func (v view) full() toon.Object {
 func (v view) compact() toon.Object {
 	r := v.r
 	o := toon.Object{}
-	if r.Status != actors.StatusSuccess {
+	if r.Status != result.StatusSuccess {
 		o = append(o, toon.Field{Key: "status", Value: r.Status})
 	}
-	if r.Status != actors.StatusSuccess || len(v.stdout) == 0 {
+	if r.Status != result.StatusSuccess || len(v.stdout) == 0 {
 		o = append(o, toon.Field{Key: "summary", Value: v.summary})
 	}
 	if r.ExitCode != nil && *r.ExitCode != 0 {
@@ -193,7 +193,7 @@ func (v view) appendShared(o toon.Object) toon.Object {
 	if r.Error != "" {
 		o = append(o, toon.Field{Key: "error", Value: r.Error})
 	}
-	if r.Status == actors.StatusTimeout {
+	if r.Status == result.StatusTimeout {
 		o = append(o, toon.Field{Key: "timeoutSeconds", Value: r.TimeoutSeconds})
 	}
 	if r.Truncated {
@@ -209,7 +209,7 @@ func (v view) appendShared(o toon.Object) toon.Object {
 func (v view) compactText() string {
 	r := v.r
 	var parts []string
-	if r.Status != actors.StatusSuccess {
+	if r.Status != result.StatusSuccess {
 		parts = append(parts, "status: "+r.Status)
 	}
 	if r.ExitCode != nil && *r.ExitCode != 0 {
@@ -225,7 +225,7 @@ func (v view) compactText() string {
 	if !hasOutput && r.Value == nil {
 		parts = append(parts, v.summary)
 	}
-	if (r.Status == actors.StatusTimeout || r.Status == actors.StatusValidation) && r.Error != "" {
+	if (r.Status == result.StatusTimeout || r.Status == result.StatusValidation) && r.Error != "" {
 		parts = append(parts, "error: "+r.Error)
 	}
 	if r.StateLost {
@@ -249,18 +249,18 @@ func (v view) compactText() string {
 // is preceded by a "stderr:" line, and a stdout run after a stderr run by a
 // "stdout:" line; a leading stdout run has no marker. A marker always starts
 // a line. Exactly one trailing "\n" of the block is dropped (OUT-1).
-func outputBlock(chunks []actors.Chunk) (string, bool) {
+func outputBlock(chunks []result.Chunk) (string, bool) {
 	var b strings.Builder
 	prev := "" // stream of the previous non-empty chunk
 	for _, c := range chunks {
 		if c.Data == "" {
 			continue
 		}
-		stream := actors.StreamStdout
-		if c.Stream == actors.StreamStderr {
-			stream = actors.StreamStderr
+		stream := result.StreamStdout
+		if c.Stream == result.StreamStderr {
+			stream = result.StreamStderr
 		}
-		if stream != prev && (stream == actors.StreamStderr || prev != "") {
+		if stream != prev && (stream == result.StreamStderr || prev != "") {
 			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 				b.WriteByte('\n')
 			}

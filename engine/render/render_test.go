@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/toon"
+	"github.com/bridge-mcp/bridge/protocol/result"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -19,9 +19,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // durationMs masks the run time in golden files.
 const durationMs = 42
 
-func out(s string) actors.Chunk { return actors.Chunk{Stream: actors.StreamStdout, Data: s} }
-func errOut(s string) actors.Chunk {
-	return actors.Chunk{Stream: actors.StreamStderr, Data: s}
+func out(s string) result.Chunk { return result.Chunk{Stream: result.StreamStdout, Data: s} }
+func errOut(s string) result.Chunk {
+	return result.Chunk{Stream: result.StreamStderr, Data: s}
 }
 func str(s string) *string { return &s }
 
@@ -29,68 +29,68 @@ func str(s string) *string { return &s }
 // exercises the remaining keys.
 var statusRows = []struct {
 	name string
-	r    actors.Result
+	r    result.Result
 }{
-	{"01-ran-no-output", actors.Result{
-		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+	{"01-ran-no-output", result.Result{
+		Status: result.StatusSuccess, ExitCode: result.IntPtr(0), Session: "default", TimeoutSeconds: 30,
 	}},
-	{"02-ran-some-output", actors.Result{
-		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+	{"02-ran-some-output", result.Result{
+		Status: result.StatusSuccess, ExitCode: result.IntPtr(0), Session: "default", TimeoutSeconds: 30,
 		Servers: []string{"github"},
-		Output:  []actors.Chunk{out("hello\n"), out("world\n")},
+		Output:  []result.Chunk{out("hello\n"), out("world\n")},
 	}},
-	{"03-system-exit", actors.Result{
-		Status: actors.StatusError, ExitCode: actors.IntPtr(3), Session: "default", TimeoutSeconds: 30,
-		Output: []actors.Chunk{out("partial\n")},
+	{"03-system-exit", result.Result{
+		Status: result.StatusError, ExitCode: result.IntPtr(3), Session: "default", TimeoutSeconds: 30,
+		Output: []result.Chunk{out("partial\n")},
 		Error:  "SystemExit: 3",
 	}},
-	{"04-uncaught-exception", actors.Result{
-		Status: actors.StatusError, ExitCode: actors.IntPtr(1), Session: "default", TimeoutSeconds: 30,
-		Output: []actors.Chunk{
+	{"04-uncaught-exception", result.Result{
+		Status: result.StatusError, ExitCode: result.IntPtr(1), Session: "default", TimeoutSeconds: 30,
+		Output: []result.Chunk{
 			out("before\n"),
 			errOut("Traceback (most recent call last):\n  File \"<cell-1>\", line 2, in <module>\n    1/0\nZeroDivisionError: division by zero\n"),
 		},
 		Error: "ZeroDivisionError: division by zero",
 	}},
-	{"05-timeout-within-grace", actors.Result{
-		Status: actors.StatusTimeout, Session: "default", TimeoutSeconds: 2,
-		Output: []actors.Chunk{out("start\n")},
+	{"05-timeout-within-grace", result.Result{
+		Status: result.StatusTimeout, Session: "default", TimeoutSeconds: 2,
+		Output: []result.Chunk{out("start\n")},
 		Error:  "Execution timed out after 2s",
 	}},
-	{"06-timeout-container-killed", actors.Result{
-		Status: actors.StatusTimeout, Session: "work", TimeoutSeconds: 2,
-		Output:    []actors.Chunk{out("start\n")},
+	{"06-timeout-container-killed", result.Result{
+		Status: result.StatusTimeout, Session: "work", TimeoutSeconds: 2,
+		Output:    []result.Chunk{out("start\n")},
 		Error:     "Execution timed out after 2s",
 		StateLost: true, LossReason: "timeout",
 	}},
-	{"07-oom", actors.Result{
-		Status: actors.StatusError, ExitCode: actors.IntPtr(137), Session: "default", TimeoutSeconds: 30,
-		Output:    []actors.Chunk{out("allocating\n")},
+	{"07-oom", result.Result{
+		Status: result.StatusError, ExitCode: result.IntPtr(137), Session: "default", TimeoutSeconds: 30,
+		Output:    []result.Chunk{out("allocating\n")},
 		Error:     "memory limit exceeded (MCP_BRIDGE_MEMORY=512m); the session was restarted",
 		StateLost: true, LossReason: "memory limit exceeded",
 	}},
-	{"08-container-death", actors.Result{
-		Status: actors.StatusError, ExitCode: actors.IntPtr(139), Session: "default", TimeoutSeconds: 30,
+	{"08-container-death", result.Result{
+		Status: result.StatusError, ExitCode: result.IntPtr(139), Session: "default", TimeoutSeconds: 30,
 		Error:     "Sandbox exited with code 139",
 		StateLost: true, LossReason: "sandbox exited with code 139",
 	}},
-	{"09-sandbox-cannot-start", actors.Result{
-		Status: actors.StatusError, Session: "default", TimeoutSeconds: 30,
+	{"09-sandbox-cannot-start", result.Result{
+		Status: result.StatusError, Session: "default", TimeoutSeconds: 30,
 		Error: "No container runtime found. Install podman or rootless docker and set MCP_BRIDGE_RUNTIME if multiple runtimes are available.",
 	}},
-	{"10-invalid-argument", actors.Result{
-		Status: actors.StatusValidation, Session: "default", TimeoutSeconds: 30,
+	{"10-invalid-argument", result.Result{
+		Status: result.StatusValidation, Session: "default", TimeoutSeconds: 30,
 		Error: "Missing 'code' argument",
 	}},
-	{"11-internal-bug", actors.Result{
-		Status: actors.StatusError, Session: "default", TimeoutSeconds: 30,
+	{"11-internal-bug", result.Result{
+		Status: result.StatusError, Session: "default", TimeoutSeconds: 30,
 		Error:    "runtime error: invalid memory address or nil pointer dereference",
 		Internal: true,
 	}},
-	{"12-extras", actors.Result{
-		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "analysis", TimeoutSeconds: 600,
+	{"12-extras", result.Result{
+		Status: result.StatusSuccess, ExitCode: result.IntPtr(0), Session: "analysis", TimeoutSeconds: 600,
 		Servers: []string{"github", "memory"},
-		Output: []actors.Chunk{
+		Output: []result.Chunk{
 			out("rows: 3, cols: 2\n"),
 			errOut("warning: slow"),
 			out("  indented\n\n()\n"),
@@ -100,10 +100,10 @@ var statusRows = []struct {
 		Truncated: true,
 		Notes:     []string{"timeout clamped to 600s (MCP_BRIDGE_MAX_TIMEOUT)"},
 	}},
-	{"13-images", actors.Result{
-		Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", TimeoutSeconds: 30,
-		Output: []actors.Chunk{out("plotted\n")},
-		Images: []actors.Image{{MIMEType: "image/png", Data: "iVBORw0KGgo="}, {MIMEType: "image/jpeg", Data: "/9j/"}},
+	{"13-images", result.Result{
+		Status: result.StatusSuccess, ExitCode: result.IntPtr(0), Session: "default", TimeoutSeconds: 30,
+		Output: []result.Chunk{out("plotted\n")},
+		Images: []result.Image{{MIMEType: "image/png", Data: "iVBORw0KGgo="}, {MIMEType: "image/jpeg", Data: "/9j/"}},
 		ImageNotes: []string{"2 images attached",
 			"image of 2000000 bytes not attached: over MCP_BRIDGE_MAX_IMAGE_BYTES=1048576; saved to /workspace/.bridge/image-1-3.png"},
 		Notes: []string{"timeout clamped to 120s (MCP_BRIDGE_MAX_TIMEOUT)"},
@@ -197,24 +197,24 @@ func TestGolden(t *testing.T) {
 // TestCompactText checks the §8.5 text byte for byte, including the results
 // that must match the reference.
 func TestCompactText(t *testing.T) {
-	success := func(chunks ...actors.Chunk) actors.Result {
-		return actors.Result{Status: actors.StatusSuccess, ExitCode: actors.IntPtr(0), Session: "default", Output: chunks}
+	success := func(chunks ...result.Chunk) result.Result {
+		return result.Result{Status: result.StatusSuccess, ExitCode: result.IntPtr(0), Session: "default", Output: chunks}
 	}
 	tests := []struct {
 		name string
-		r    actors.Result
+		r    result.Result
 		want string
 	}{
 		{"reference: stdout lines", success(out("hello\n"), out("world\n")), "hello\nworld"},
 		{"reference: stderr only", success(errOut("err\n")), "stderr:\nerr"},
 		{"reference: stdout then stderr", success(out("a"), out("c\n"), errOut("b\n")), "ac\nstderr:\nb"},
 		{"reference: no output", success(), "Success (no output)"},
-		{"reference: timeout", actors.Result{
-			Status: actors.StatusTimeout, TimeoutSeconds: 2, Output: []actors.Chunk{out("start\n")},
+		{"reference: timeout", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 2, Output: []result.Chunk{out("start\n")},
 			Error: "Execution timed out after 2s",
 		}, "status: timeout\nstart\nerror: Execution timed out after 2s"},
-		{"reference: validation", actors.Result{
-			Status: actors.StatusValidation, Error: "Missing 'code' argument",
+		{"reference: validation", result.Result{
+			Status: result.StatusValidation, Error: "Missing 'code' argument",
 		}, "status: validation_error\nMissing 'code' argument\nerror: Missing 'code' argument"},
 		{"leading spaces kept", success(out("  x\n")), "  x"},
 		{"blank and () lines kept", success(out("a\n\n()\n\n")), "a\n\n()\n"},
@@ -223,18 +223,18 @@ func TestCompactText(t *testing.T) {
 		{"markers start lines", success(out("a"), errOut("b"), out("c")), "a\nstderr:\nb\nstdout:\nc"},
 		{"runs merge across chunks", success(errOut("x\n"), errOut("y\n"), out("z\n")), "stderr:\nx\ny\nstdout:\nz"},
 		{"empty chunks ignored", success(out(""), errOut("")), "Success (no output)"},
-		{"unknown stream is stdout", success(actors.Chunk{Data: "q\n"}), "q"},
-		{"result only", actors.Result{Status: actors.StatusSuccess, Value: str("42")}, "42"},
-		{"output then result", actors.Result{Status: actors.StatusSuccess, Output: []actors.Chunk{out("hi\n")}, Value: str("42")}, "hi\n42"},
-		{"exit code and summary", actors.Result{
-			Status: actors.StatusError, ExitCode: actors.IntPtr(2), Error: "SystemExit: 2",
+		{"unknown stream is stdout", success(result.Chunk{Data: "q\n"}), "q"},
+		{"result only", result.Result{Status: result.StatusSuccess, Value: str("42")}, "42"},
+		{"output then result", result.Result{Status: result.StatusSuccess, Output: []result.Chunk{out("hi\n")}, Value: str("42")}, "hi\n42"},
+		{"exit code and summary", result.Result{
+			Status: result.StatusError, ExitCode: result.IntPtr(2), Error: "SystemExit: 2",
 		}, "status: error\nexit: 2\nSandbox error: SystemExit: 2"},
-		{"exit 0 not shown on error", actors.Result{
-			Status: actors.StatusError, ExitCode: actors.IntPtr(0), Error: "boom",
+		{"exit 0 not shown on error", result.Result{
+			Status: result.StatusError, ExitCode: result.IntPtr(0), Error: "boom",
 		}, "status: error\nSandbox error: boom"},
-		{"internal", actors.Result{Status: actors.StatusError, Error: "panic", Internal: true}, "status: error\nUnexpected failure"},
-		{"state lost and notes", actors.Result{
-			Status: actors.StatusTimeout, TimeoutSeconds: 5, Error: "Execution timed out after 5s",
+		{"internal", result.Result{Status: result.StatusError, Error: "panic", Internal: true}, "status: error\nUnexpected failure"},
+		{"state lost and notes", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 5, Error: "Execution timed out after 5s",
 			StateLost: true, LossReason: "timeout", Notes: []string{"timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)", "second"},
 		}, "status: timeout\nTimeout: execution exceeded 5s\nerror: Execution timed out after 5s\n" +
 			"note: session state was lost (timeout)\nnote: timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)\nnote: second"},
@@ -246,7 +246,7 @@ func TestCompactText(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
-			if got, want := res.IsError, tt.r.Status != actors.StatusSuccess; got != want {
+			if got, want := res.IsError, tt.r.Status != result.StatusSuccess; got != want {
 				t.Errorf("IsError = %v, want %v", got, want)
 			}
 		})
@@ -278,7 +278,7 @@ func TestSplitLines(t *testing.T) {
 // TestStructuredStreams checks that the lists come from the concatenated
 // chunks of each stream, not chunk by chunk.
 func TestStructuredStreams(t *testing.T) {
-	r := actors.Result{Status: actors.StatusSuccess, Session: "default", Output: []actors.Chunk{
+	r := result.Result{Status: result.StatusSuccess, Session: "default", Output: []result.Chunk{
 		out("a"), errOut("e1\ne"), out("b\nc"), errOut("2\n"), out("\n"),
 	}}
 	sc := Render(modeJSON, r).StructuredContent.(toon.Object)
@@ -300,7 +300,7 @@ func TestStructuredStreams(t *testing.T) {
 
 // TestEmptySession renders an absent session name as "default".
 func TestEmptySession(t *testing.T) {
-	r := actors.Result{Status: actors.StatusValidation, Error: "Missing 'code' argument"}
+	r := result.Result{Status: result.StatusValidation, Error: "Missing 'code' argument"}
 	full := Render(modeJSON, r).StructuredContent.(toon.Object)
 	if got, want := full[2], (toon.Field{Key: "session", Value: "default"}); got != want {
 		t.Errorf("full payload field 2 = %v, want %v", got, want)

@@ -1,5 +1,9 @@
 package search
 
+// search_test.go is one file over 500 lines on purpose: it is the search
+// package's whole behaviour (acceptance queries, ranking, tokenizer, stemmer,
+// suggestions), kept beside the tables it shares.
+
 import (
 	"encoding/json"
 	"fmt"

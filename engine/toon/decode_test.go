@@ -1,5 +1,8 @@
 package toon
 
+// decode_test.go is over 500 lines on purpose: it is one whole test-only
+// decoder, described below.
+
 // This file holds a strict TOON decoder used only by tests: it reads back what
 // Encode writes so that FuzzEncode can check that the output re-parses to the
 // input. It implements the parts of TOON 3.3 the encoder emits, and rejects

@@ -1,4 +1,7 @@
-package actors
+// Package result is the outcome of one run_python call as it leaves the
+// actors: the plain value the session actor fills from the sandbox's
+// frames, and the renderers (engine/render) and bridge exec read.
+package result
 
 // Status values of a run_python result, as the reference names them.
 const (

@@ -1,0 +1,77 @@
+// Package actors is the bridge's running part: one suture service per
+// concern, each owning its state and reached only through its methods
+// (which send it a message) or immutable snapshots. The engine builds and
+// wires them; actors import protocol (the sandbox link's frames) and
+// protocol/result (a run's outcome), never the engine.
+//
+// # Supervision tree
+//
+//	bridge (root supervisor, engine.root)
+//	├── front          Front: the stdio MCP server; a failure ends the process (SUP-3)
+//	├── discovery      Discovery: loads, checks and reloads the configuration
+//	├── router         Router: holds the catalog snapshot; answers box→host requests
+//	├── servers        supervisor
+//	│   ├── servers    Servers: the manager; a keyed map (serviceMap) of the children below
+//	│   └── server:NAME  supervisor per configured server
+//	│       └── client:NAME  Client: starts, keeps and restarts one MCP server
+//	├── sessions       supervisor
+//	│   ├── sessions   Sessions: the manager; a keyed map of the sessions, the spare container
+//	│   └── session:NAME  Session: runs one session's calls on its sandbox, one at a time
+//	├── runtime-probe  the engine's container launcher: probes the runtime once
+//	└── reaper         Reaper: ticks the sessions; sweeps leftovers of dead bridges
+//
+// A sandbox (sandbox.go) is not a service: its Session starts and closes it,
+// and its goroutines (process waiter, stderr drain, link reader, request
+// handlers) are stopped and waited for by its close.
+//
+// # Messages
+//
+// A run_python call runs on the MCP request's goroutine through the
+// Dispatcher:
+//
+//	front → Dispatcher.Run
+//	      → Discovery.Check           (checks: reply chan error; RLD-1)
+//	      → Router.Resolve            (snapshots: reply chan *Catalog)
+//	         → Client.Ready per granted server (uses: reply chan useReply)
+//	      → Sessions.Get              (gets: reply chan getReply)
+//	      → Session.Exec              (requests, 128-buffered; refused once Done)
+//	      ← ExecRequest.Reply         (1-buffered; exactly one result.Result)
+//
+// While a call runs, the sandbox's box→host requests arrive on jsonrpc2
+// goroutines and go through the one method table (methods.go):
+//
+//	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine)
+//
+// Between actors:
+//
+//	Discovery → Servers.Apply   (applies: a new configuration; reply Diff)
+//	Client    → Servers.onTools (mailbox under mu + 1-buffered ping; never blocks)
+//	Servers   → Router.SetCatalog (1-buffered, latest wins)
+//	Session   → Sessions.takeSpare (spares: reply chan *sandbox)
+//	Reaper    → Sessions.Tick → Session control (1-buffered, drops when full)
+//	Sessions  → Session control{evict} (reply chan bool)
+//	Servers   → Client.retire, then removes its supervisor (RLD-3)
+//
+// # Who owns what
+//
+// Each actor's fields under "Owned by the Serve goroutine" are read and
+// written by its Serve alone:
+//
+//   - Router: the current *Catalog. A catalog is immutable once published;
+//     requests read a snapshot.
+//   - Servers: the configuration, the policy, the live servers and their
+//     tools. Its mailbox is shared with the clients under mu.
+//   - Client: the connection, the waiters of a start, the backoff. Serve
+//     resets them on every run, so a restart after a panic starts clean.
+//     Client.removed is written by Servers (retire) and read by callers;
+//     serverConn.inflight is written by callers and read by Serve.
+//   - Sessions: the live sessions, the spare, the names' loss reasons.
+//   - Session: its sandbox, its call counter, an unreported state loss.
+//     Session.stopped and done are guarded by mu: Exec queues only while
+//     stopped is unset, so Serve answers every request it accepted.
+//   - sandbox: the active call (an atomic pointer, shared with the link's
+//     goroutines; its output under activeCall.mu).
+//   - Discovery: the config stamp and the file watcher.
+//
+// Every goroutine an actor starts is waited for before its Serve returns.
+package actors

@@ -1,0 +1,181 @@
+package actors
+
+// link.go is the host's end of a sandbox's link (SPEC §7): frames from the
+// box, bounded on the host (admission, byte budget, capped error text), and
+// the errors sent back. sandbox.go starts and stops the sandbox itself.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/result"
+)
+
+// Handle implements jsonrpc2.Handler. Notifications are handled in order on
+// the reader goroutine; requests run concurrently, bounded by slots. What
+// requests hold on the host is bounded: an unknown method, or a request
+// beyond maxRunning+maxQueued or the byte budget, is refused on the reader
+// goroutine without keeping its frame (while that reply waits on a full
+// link, the reader reads nothing more: back-pressure, bounded by
+// linkWriteBound).
+func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif {
+		s.handleNotification(req)
+		return
+	}
+	if !isBoxMethod(req.Method) {
+		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
+		return
+	}
+	size := int64(len(req.Method))
+	if req.Params != nil {
+		size += int64(len(*req.Params))
+	}
+	if !s.admit(size) {
+		s.log.Warn().Str("method", req.Method).Int64("bytes", size).Msg("link: refused a sandbox request over the in-flight bounds")
+		s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
+			"Too many requests in flight from this sandbox (at most %d running and %d waiting, %d MiB of params); wait for some to finish",
+			maxRunning, maxQueued, s.budget>>20)))
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.release(size)
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-s.slots }()
+		result, err := s.serveRequest(ctx, req)
+		if err != nil {
+			s.replyError(ctx, conn, req.ID, err)
+			return
+		}
+		if err := conn.Reply(ctx, req.ID, result); err != nil && errors.Is(err, protocol.ErrFrameTooLarge) {
+			s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, err.Error()))
+		}
+	}()
+}
+
+// admit reserves room for one request of size bytes; false when the
+// request would exceed the count or byte bounds. One request is always
+// admitted when nothing else is held, whatever its size (it is within the
+// frame cap).
+func (s *sandbox) admit(size int64) bool {
+	select {
+	case s.admitted <- struct{}{}:
+	default:
+		return false
+	}
+	if held := s.held.Add(size); held > s.budget && held != size {
+		s.release(size)
+		return false
+	}
+	return true
+}
+
+func (s *sandbox) release(size int64) {
+	s.held.Add(-size)
+	<-s.admitted
+}
+
+// replyError sends err to the sandbox with its message capped at
+// maxErrorText.
+func (s *sandbox) replyError(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, err error) {
+	var rpcErr *jsonrpc2.Error
+	if !errors.As(err, &rpcErr) {
+		rpcErr = LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	if len(rpcErr.Message) > maxErrorText {
+		c := *rpcErr
+		c.Message = clip(c.Message, maxErrorText)
+		rpcErr = &c
+	}
+	_ = conn.ReplyWithError(ctx, id, rpcErr)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… [%d bytes cut]", s[:cut], len(s)-cut)
+}
+
+func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
+	switch req.Method {
+	case protocol.MethodReady:
+		var p protocol.ReadyParams
+		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
+			s.log.Warn().Msg("link: invalid ready frame dropped")
+			return
+		}
+		s.readyOnce.Do(func() {
+			s.info = p
+			close(s.ready)
+		})
+	case protocol.MethodOutput:
+		var p protocol.OutputParams
+		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil ||
+			(p.Stream != result.StreamStdout && p.Stream != result.StreamStderr) {
+			s.log.Debug().Msg("link: invalid output frame dropped")
+			return
+		}
+		a := s.active.Load()
+		if a == nil || a.scope.Call != p.Call {
+			s.log.Debug().Int64("call", p.Call).Int("bytes", len(p.Data)).Msg("link: output outside the active call discarded")
+			return
+		}
+		a.add(p.Stream, p.Data)
+	case protocol.MethodImage, protocol.MethodProgress:
+		s.handleMedia(req)
+	default:
+		s.log.Debug().Str("method", req.Method).Msg("link: unknown notification dropped")
+	}
+}
+
+func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	a := s.active.Load()
+	if a == nil {
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "No run_python call is active in this session")
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	if req.Method == protocol.MethodReset {
+		a.mu.Lock()
+		a.reset = true
+		a.mu.Unlock()
+		return struct{}{}, nil
+	}
+	return s.cfg.Router.ServeSandbox(ctx, a.scope, req.Method, params)
+}
+
+// LinkError builds a link error with data.kind (LNK-6).
+func LinkError(code int64, kind, msg string) *jsonrpc2.Error {
+	e := &jsonrpc2.Error{Code: code, Message: msg}
+	e.SetError(protocol.ErrorData{Kind: kind})
+	return e
+}
+
+// zerologPrintf adapts zerolog to jsonrpc2.Logger.
+type zerologPrintf struct{ log zerolog.Logger }
+
+func (z zerologPrintf) Printf(format string, v ...any) {
+	z.log.Debug().Msg(strings.TrimSpace(fmt.Sprintf(format, v...)))
+}

@@ -1,0 +1,419 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/bridge-mcp/bridge/protocol"
+)
+
+// boxHandler answers one box→host request of the call scope belongs to.
+type boxHandler func(r *Router, ctx context.Context, scope Scope, params json.RawMessage) (any, error)
+
+// boxMethods is the one table of box→host requests (SPEC §7; protocol/doc.go
+// lists them). The sandbox refuses any method not in it before admitting
+// the request; the router answers through it. reset has no handler: the
+// sandbox answers it for its active call.
+var boxMethods = map[string]boxHandler{
+	protocol.MethodDiscoveredServers: withCatalog((*Router).discoveredServers),
+	protocol.MethodListServers:       withCatalog((*Router).listServers),
+	protocol.MethodDescribeServer:    withCatalog((*Router).describeServer),
+	protocol.MethodListTools:         withCatalog((*Router).listTools),
+	protocol.MethodQueryToolDocs:     withCatalog((*Router).queryToolDocs),
+	protocol.MethodSearchToolDocs:    withCatalog((*Router).searchToolDocs),
+	protocol.MethodSuggestTools:      withCatalog((*Router).suggestTools),
+	protocol.MethodCallTool:          withCatalog((*Router).callTool),
+	protocol.MethodReset:             nil,
+	protocol.MethodMemoryGet: storeMethod(protocol.MethodMemoryGet, func(s Store, p protocol.KeyParams) (any, error) {
+		return s.MemoryGet(p.Key)
+	}),
+	protocol.MethodMemoryPut: storeMethod(protocol.MethodMemoryPut, func(s Store, p protocol.MemoryPutParams) (any, error) {
+		return s.MemoryPut(p)
+	}),
+	protocol.MethodMemoryDelete: storeMethod(protocol.MethodMemoryDelete, func(s Store, p protocol.KeyParams) (any, error) {
+		ok, err := s.MemoryDelete(p.Key)
+		return map[string]bool{"deleted": ok}, err
+	}),
+	protocol.MethodMemoryList: storeMethod(protocol.MethodMemoryList, func(s Store, _ struct{}) (any, error) {
+		list, err := s.MemoryList()
+		return map[string]any{"memories": list}, err
+	}),
+	protocol.MethodSaveTool: storeMethod(protocol.MethodSaveTool, func(s Store, p protocol.SaveToolParams) (any, error) {
+		return s.SaveTool(p)
+	}),
+	protocol.MethodSavedTools: storeMethod(protocol.MethodSavedTools, func(s Store, _ struct{}) (any, error) {
+		tools, problems, err := s.SavedTools()
+		return map[string]any{"tools": tools, "problems": problems}, err
+	}),
+	protocol.MethodDeleteTool: storeMethod(protocol.MethodDeleteTool, func(s Store, p protocol.NameParams) (any, error) {
+		ok, err := s.DeleteTool(p.Name)
+		return map[string]bool{"deleted": ok}, err
+	}),
+}
+
+// isBoxMethod reports whether method is a box→host request the bridge
+// answers.
+func isBoxMethod(method string) bool {
+	_, ok := boxMethods[method]
+	return ok
+}
+
+// withCatalog answers a catalog method against the router's current
+// catalog snapshot.
+func withCatalog(f func(r *Router, ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error)) boxHandler {
+	return func(r *Router, ctx context.Context, scope Scope, params json.RawMessage) (any, error) {
+		cat, err := r.Snapshot(ctx)
+		if err != nil {
+			return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
+		}
+		return f(r, ctx, cat, scope, params)
+	}
+}
+
+// discoveredServers lists every configured server; detailed adds the
+// descriptions and the config that did not load, and why.
+func (r *Router) discoveredServers(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Detailed bool `json:"detailed"`
+	}
+	if err := decodeParams(protocol.MethodDiscoveredServers, params, &p); err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(cat.Servers))
+	for _, s := range cat.Servers {
+		if p.Detailed {
+			out = append(out, map[string]string{"name": s.Spec.Name, "description": s.Spec.Description})
+		} else {
+			out = append(out, s.Spec.Name)
+		}
+	}
+	if p.Detailed { // what did not load, and why
+		for _, sk := range r.skipped() {
+			d := map[string]string{"file": sk.File, "skipped": sk.Reason}
+			if sk.Entry != "" {
+				d["name"] = sk.Entry
+			}
+			out = append(out, d)
+		}
+	}
+	return map[string]any{"servers": out}, nil
+}
+
+// listServers lists the servers the call grants.
+func (r *Router) listServers(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	if err := decodeParams(protocol.MethodListServers, params, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"servers": append([]string{}, scope.Servers...)}, nil
+}
+
+// queryToolDocs renders the docs of one server's tools, or of one tool.
+func (r *Router) queryToolDocs(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Server string  `json:"server"`
+		Tool   *string `json:"tool"`
+		Detail string  `json:"detail"`
+	}
+	if err := decodeParams(protocol.MethodQueryToolDocs, params, &p); err != nil {
+		return nil, err
+	}
+	s, err := r.known(ctx, cat, scope, p.Server)
+	if err != nil {
+		return nil, err
+	}
+	docs := []any{}
+	if p.Tool == nil {
+		for i := range s.Tools {
+			docs = append(docs, s.doc(i, p.Detail))
+		}
+		return map[string]any{"docs": docs}, nil
+	}
+	i := s.findTool(*p.Tool, true)
+	if i < 0 {
+		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, fmt.Sprintf("Tool '%s' not found for server %s", *p.Tool, p.Server))
+	}
+	return map[string]any{"docs": []any{s.doc(i, p.Detail)}}, nil
+}
+
+// searchToolDocs ranks tools over every discovered server for a query.
+func (r *Router) searchToolDocs(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Query  string `json:"query"`
+		Limit  int    `json:"limit"`
+		Detail string `json:"detail"`
+	}
+	if err := decodeParams(protocol.MethodSearchToolDocs, params, &p); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing 'query' value")
+	}
+	return r.search(ctx, cat, scope, p.Query, max(1, min(20, p.Limit)), p.Detail)
+}
+
+// suggestTools names the tools of a server nearest to a name.
+func (r *Router) suggestTools(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Server string `json:"server"`
+		Name   string `json:"name"`
+	}
+	if err := decodeParams(protocol.MethodSuggestTools, params, &p); err != nil {
+		return nil, err
+	}
+	sugg := []string{}
+	if s := cat.Server(p.Server); s != nil {
+		sugg = append(sugg, cat.funcs.Suggest(p.Name, s.Aliases, 3)...)
+	}
+	return map[string]any{"suggestions": sugg}, nil
+}
+
+// describeServer is one server as describe_server shows it.
+func (r *Router) describeServer(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	s, err := r.namedServer(ctx, cat, scope, protocol.MethodDescribeServer, params)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"server": describe(s, contains(scope.Servers, s.Spec.Name))}, nil
+}
+
+// listTools is a server's tools as the server listed them.
+func (r *Router) listTools(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	s, err := r.namedServer(ctx, cat, scope, protocol.MethodListTools, params)
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]json.RawMessage, len(s.Tools))
+	for i, t := range s.Tools {
+		raw[i] = t.Raw
+	}
+	return map[string]any{"tools": raw}, nil
+}
+
+// namedServer is the known server that params name as name or server.
+func (r *Router) namedServer(ctx context.Context, cat *Catalog, scope Scope, method string, params json.RawMessage) (*CatalogServer, error) {
+	var p struct {
+		Name   *string `json:"name"`
+		Server *string `json:"server"`
+	}
+	if err := decodeParams(method, params, &p); err != nil {
+		return nil, err
+	}
+	return r.known(ctx, cat, scope, deref(p.Name, p.Server))
+}
+
+// search ranks tools over every discovered server (SRC-2). Servers without a
+// known catalog are started in parallel, bounded; those that fail are
+// skipped with a warning.
+func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query string, limit int, detail string) (any, error) {
+	var unknown []*CatalogServer
+	for _, s := range cat.Servers {
+		if !s.Known {
+			unknown = append(unknown, s)
+		}
+	}
+	warnings := []string{}
+	userTools, warn := r.userToolDocs()
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	if cat.Server(UserToolsServer) != nil {
+		userTools = nil // a configured server of that name wins
+	}
+	if len(unknown) == 0 && len(userTools) == 0 {
+		return r.searchResults(cat, query, limit, detail, warnings)
+	}
+	tools := map[string][]ToolInfo{}
+	for _, s := range cat.Servers {
+		if s.Known {
+			tools[s.Spec.Name] = s.Tools
+		}
+	}
+	if len(unknown) > 0 {
+		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
+		defer cancel()
+		results := make([][]ToolInfo, len(unknown))
+		errs := make([]error, len(unknown))
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, s := range unknown {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				results[i], errs[i] = s.Client.Tools(sctx)
+			}()
+		}
+		wg.Wait()
+		for i, s := range unknown {
+			if errs[i] != nil {
+				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %s", s.Spec.Name, scopedError(scope, s.Spec.Name, errs[i])))
+				continue
+			}
+			tools[s.Spec.Name] = results[i]
+		}
+	}
+	specs := make([]ServerSpec, len(cat.Servers), len(cat.Servers)+1)
+	clients := map[string]*Client{}
+	for i, s := range cat.Servers {
+		specs[i] = s.Spec
+		clients[s.Spec.Name] = s.Client
+	}
+	if len(userTools) > 0 {
+		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
+		tools[UserToolsServer] = userTools
+	}
+	return r.searchResults(buildCatalog(specs, clients, tools, cat.funcs), query, limit, detail, warnings)
+}
+
+func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
+	results := []any{}
+	for _, i := range cat.search(query, limit) {
+		ref := cat.refs[i]
+		results = append(results, ref.server.doc(ref.tool, detail))
+	}
+	return map[string]any{"results": results, "warnings": warnings}, nil
+}
+
+// callTool forwards a tool call of the active run_python call: the server
+// must be in its allow-list (PXY-7), the tool must exist, and the arguments
+// must match the schema (PXY-6).
+func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error) {
+	var p struct {
+		Server    string          `json:"server"`
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decodeParams(protocol.MethodCallTool, params, &p); err != nil {
+		return nil, err
+	}
+	s := cat.Server(p.Server)
+	if !contains(scope.Servers, p.Server) || s == nil {
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable,
+			fmt.Sprintf("Server '%s' is not available; add it to the servers argument of run_python", p.Server))
+	}
+	if p.Tool == "" {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing tool name")
+	}
+	args := bytes.TrimSpace(p.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	if args[0] != '{' {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Arguments must be an object")
+	}
+	if !s.Known {
+		var err error
+		if s, err = r.known(ctx, cat, scope, p.Server); err != nil {
+			return nil, err
+		}
+	}
+	i := s.findTool(p.Tool, false)
+	if i < 0 {
+		msg := fmt.Sprintf("Server '%s' has no tool '%s'.", p.Server, p.Tool)
+		names := make([]string, len(s.Tools))
+		for j, t := range s.Tools {
+			names[j] = t.Name
+		}
+		if sugg := cat.funcs.Suggest(p.Tool, names, 3); len(sugg) > 0 {
+			msg += " Did you mean: " + strings.Join(sugg, ", ") + "?"
+		}
+		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
+	}
+	if err := cat.policy.Check(p.Server, p.Tool); err != nil {
+		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Int64("call", scope.Call).Msg(err.Error())
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
+	}
+	if max := cat.policyMaxCalls(); max > 0 && scope.ToolCalls != nil && scope.ToolCalls.Add(1) > int64(max) {
+		msg := fmt.Sprintf("Tool call limit of %d per execution reached (maxToolCallsPerExecution in %s)", max, cat.policy.Source)
+		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Msg(msg)
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
+	}
+	if err := s.validate(cat.funcs, i, args); err != nil {
+		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
+			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, cat.funcs.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
+	}
+	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
+	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {
+		timeout, limit = d, "timeouts in "+cat.policy.Source
+	}
+	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
+		timeout = max(left, time.Millisecond)
+	}
+	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit)
+	if err != nil {
+		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
+		if errors.Is(err, ErrCallTimeout) {
+			kind, code = protocol.KindTimeout, protocol.CodeTimeout
+		}
+		return nil, LinkError(code, kind, err.Error())
+	}
+	if n := len(res) + 64; r.MaxFrame > 0 && n > r.MaxFrame {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError,
+			fmt.Sprintf("Result of %s.%s is %d bytes, over the %d-byte frame limit", p.Server, p.Tool, len(res), r.MaxFrame))
+	}
+	return map[string]json.RawMessage{"result": res}, nil
+}
+
+func invalidParams(method string, err error) error {
+	return &jsonrpc2.Error{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("invalid params for %s: %v", method, err)}
+}
+
+// decodeParams decodes params strictly: unknown fields are refused (LNK-3).
+func decodeParams(method string, params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalidParams(method, err)
+	}
+	return nil
+}
+
+func deref(a, b *string) string {
+	if a != nil {
+		return *a
+	}
+	if b != nil {
+		return *b
+	}
+	return ""
+}
+
+// hiddenCwd replaces the cwd of a server the call does not grant: a host
+// path is shown only to calls that may use the server.
+const hiddenCwd = "(hidden: add the server to the servers argument of run_python to see it)"
+
+// describe is describe_server's answer; granted tells whether the call may
+// use the server, which alone shows its host directory.
+func describe(s *CatalogServer, granted bool) map[string]any {
+	tools := make([]map[string]any, 0, len(s.Tools))
+	for i, t := range s.Tools {
+		tools = append(tools, map[string]any{"name": t.Name, "alias": s.Aliases[i], "description": t.Description, "input_schema": t.InputSchema})
+	}
+	var cwd any // None in Python when unset, as the reference gives
+	if s.Spec.Cwd != "" {
+		cwd = s.Spec.Cwd
+		if !granted {
+			cwd = hiddenCwd
+		}
+	}
+	status := "configured"
+	if s.Known {
+		status = "available"
+	}
+	return map[string]any{
+		"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description, "transport": s.Spec.Type,
+		"status": status, "cwd": cwd, "tools": tools,
+	}
+}

@@ -1,0 +1,34 @@
+// Package protocol defines the host↔sandbox link (SPEC §7): JSON-RPC 2.0,
+// one message per line over the container's stdin and stdout. It imports no
+// other package of the bridge; the actors speak it, the entrypoint
+// (entrypoint/*.py) is its other end.
+//
+// # Frames
+//
+// host → box:
+//
+//   - boot BootParams (notification): the files, the entrypoint and the
+//     limits; the box answers with ready ReadyParams (notification).
+//   - exec ExecParams (request) → ExecResult: one run_python call.
+//   - interrupt (notification): stop the running cell (TMO-2).
+//   - shutdown (notification): exit. The host closes stdin instead, which
+//     the box treats as the same frame.
+//
+// box → host notifications during an exec: output (a chunk of stdout or
+// stderr), image (a figure or display()ed image), progress.
+//
+// box → host requests during an exec, answered by the router through one
+// method table (actors/methods.go):
+//
+//   - discovered_servers, list_servers, describe_server, list_tools,
+//     query_tool_docs, search_tool_docs, suggest_tools: the catalog
+//   - call_tool: a proxied tool call, for servers the call grants
+//   - reset: the session's state is dropped after this call
+//   - memory_get, memory_put, memory_delete, memory_list, save_tool,
+//     saved_tools, delete_tool: the host's persistent store
+//
+// Errors carry data.kind (ErrorData; LNK-6). Frames over the link's cap are
+// refused (LNK-4); stream.go reads lines with that cap.
+//
+// The run's outcome as it leaves the actors is protocol/result.
+package protocol
