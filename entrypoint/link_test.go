@@ -220,6 +220,27 @@ func TestBoxInterrupt(t *testing.T) {
 	}
 }
 
+// TestBoxInterruptBeforeCellStarts: an interrupt that arrives right behind
+// its exec frame, before the main thread has started the cell, still ends
+// the call (the SIGINT used to be dropped while no cell ran, and the cell
+// then ran to its end: a loaded machine turned short timeouts into
+// container replacements).
+func TestBoxInterruptBeforeCellStarts(t *testing.T) {
+	b := startBox(t)
+	b.next(30 * time.Second) // ready
+	b.send(execFrame(1, "print(1)"))
+	b.serve(1, 30*time.Second)
+	b.send(execFrame(2, "import time\ntime.sleep(60)"))
+	b.send(map[string]any{"jsonrpc": "2.0", "method": "interrupt", "params": map[string]any{"call": 2}})
+	if reply, _ := b.serve(2, 20*time.Second); outcome(reply) != "interrupted" {
+		t.Fatalf("call interrupted before its cell started: %v", reply)
+	}
+	b.send(execFrame(3, "print('after')"))
+	if reply, out := b.serve(3, 10*time.Second); outcome(reply) != "ok" || out != "after\n" {
+		t.Errorf("call after the interrupt: %v, output %q", reply, out)
+	}
+}
+
 // TestBoxStuckWorkerKilled: a worker whose link reader cannot run and that
 // ignores SIGINT still ends within a bound once the host closes stdin: the
 // supervisor sees the hangup and kills it.

@@ -195,6 +195,10 @@ class Link:
         elif method == "interrupt":
             call = (msg.get("params") or {}).get("call")
             if call is not None and call == self.exec_call:
+                # Recorded first: a SIGINT that lands while no cell runs is
+                # dropped, and the main thread checks this when the call's
+                # cell starts (_raise_if_cancelled).
+                STATE.cancelled = call
                 # Directed at the main thread: while it writes a frame SIGINT
                 # is blocked there and stays pending until the frame is out.
                 signal.pthread_kill(self._main.ident, signal.SIGINT)
@@ -263,6 +267,8 @@ class State:
     interrupted = False
     cell = 0
     bound = ()
+    call = None  # the call the main thread runs
+    cancelled = None  # the last call an interrupt frame named (set by the link reader)
 
 
 STATE = State()
@@ -270,6 +276,15 @@ STATE = State()
 
 def _on_sigint(signum, frame):
     if STATE.in_cell:
+        STATE.interrupted = True
+        raise KeyboardInterrupt
+
+
+def _raise_if_cancelled():
+    """Raises the interrupt of the current call that came while no cell ran
+    (between its exec frame and here). Called with in_cell set: an interrupt
+    recorded after this check finds in_cell set when its SIGINT lands."""
+    if STATE.cancelled is not None and STATE.cancelled == STATE.call:
         STATE.interrupted = True
         raise KeyboardInterrupt
 
@@ -348,6 +363,7 @@ class Runner:
 
     def run(self, msg):
         params = msg["params"]
+        STATE.call = params.get("call")
         STATE.cell += 1
         n = STATE.cell
         rt = sys.modules["mcp.runtime"]
@@ -399,6 +415,7 @@ class Runner:
         STATE.in_cell = True
         try:
             try:
+                _raise_if_cancelled()
                 DISPLAY.flush_figures()
             finally:
                 STATE.in_cell = False
@@ -414,6 +431,7 @@ class Runner:
         STATE.interrupted = False
         STATE.in_cell = True
         try:
+            _raise_if_cancelled()
             return rt._load_user_tools(self.ns), False
         except KeyboardInterrupt:
             name = rt._LOADING[0]
@@ -437,6 +455,7 @@ class Runner:
         STATE.in_cell = True
         try:
             try:
+                _raise_if_cancelled()
                 value = self._run_code(code, filename)
             finally:
                 STATE.in_cell = False
