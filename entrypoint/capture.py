@@ -87,9 +87,6 @@ class Capture:
             if data:
                 if self.cut_stream is None:
                     self.cut_stream = stream
-                if self.progress and not self.preview_dirty:
-                    self.preview_dirty = True
-                    self.wake.set()
                 self.tail.append([stream, data])
                 self.tail_bytes += len(data)
                 while self.tail_bytes > self.half:
@@ -104,6 +101,22 @@ class Capture:
                         self.dropped += len(first[1]) - len(kept)
                         self.tail_bytes -= len(first[1]) - len(kept)
                         first[1] = kept
+                if self.progress:
+                    self._preview_soon()
+
+    def _preview_soon(self):
+        """Sends a progress preview now when the last one is PREVIEW_EVERY
+        old, else leaves it to the flusher. The writer sends it itself: in a
+        print flood the flusher thread can starve waiting for self.lock,
+        which the printing thread takes back at once. self.lock is held."""
+        if time.monotonic() - self.preview_at >= self.PREVIEW_EVERY:
+            try:
+                self._preview()
+            except Exception as e:
+                diag("progress preview not sent: %s: %s" % (type(e).__name__, e))
+        elif not self.preview_dirty:
+            self.preview_dirty = True
+            self.wake.set()
 
     def _record(self, stream, text):
         # Everything is kept in memory up to the cap, then written to the spill file.

@@ -320,7 +320,9 @@ func TestProgressNotifications(t *testing.T) {
 		}
 	}
 	// A print flood past the streamed head: bounded rate, newest lines shown.
-	flood := b.progressRun("tok-flood", 2, "import time\nend = time.time() + 3\ni = 0\nwhile time.time() < end:\n    print('flood', i)\n    i += 1\nprint('last', i)")
+	// At least 5: the writer sends the sandbox's previews itself (a flood
+	// used to starve the flusher thread down to 1-4 notifications).
+	flood := b.progressRun("tok-flood", 5, "import time\nend = time.time() + 3\ni = 0\nwhile time.time() < end:\n    print('flood', i)\n    i += 1\nprint('last', i)")
 	// The flood's newest lines move on (the streamed head ends after ~16 KiB).
 	if n := len(flood); n >= 2 && flood[n-1].Message == flood[0].Message {
 		t.Errorf("flood messages did not move past the head: %q", flood[n-1].Message)
