@@ -1,12 +1,13 @@
 """Worker: runs user code for one session, one cell at a time.
 
-Frames travel over private copies of the container's stdin and stdout (the
-supervisor forked this process and relays nothing); fd 0 is /dev/null and
+Frames travel over private copies of the link, the socket the host handed
+the container or else its stdin and stdout (the supervisor forked this
+process and relays nothing); fd 0 is /dev/null and
 fds 1 and 2 are a pipe read by a pump thread, so every OS-level write lands in
 the active call's stderr. Python-level writes go through Capture objects.
 The main thread runs cells; a reader thread dispatches frames: it queues
 exec frames, interrupts the main thread for the active call, and ends the
-worker on shutdown or stdin EOF.
+worker on shutdown or the link's EOF.
 """
 import ast
 import asyncio
@@ -33,7 +34,7 @@ JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
-    """JSON-RPC over the container's stdio. Thread-safe; replies may come in any order."""
+    """JSON-RPC over the link (a socket, or the container's stdio). Thread-safe; replies may come in any order."""
 
     def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b""):
         self._r = rfd
