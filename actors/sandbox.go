@@ -113,6 +113,7 @@ type sandbox struct {
 	servedOnce sync.Once
 
 	exited    <-chan struct{} // closed when the process has exited
+	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)

@@ -369,3 +369,45 @@ print((await asyncio.wait_for(rt._acall("ok", {}), 10))["ok"])`
 		t.Errorf("async calls: %v, output %q", reply, out)
 	}
 }
+
+// TestBoxSavedToolsInExecFrame: saved tools sent with the first exec frame
+// load without a saved_tools request; without them the worker asks.
+func TestBoxSavedToolsInExecFrame(t *testing.T) { forEachLink(t, testBoxSavedToolsInExecFrame) }
+
+func testBoxSavedToolsInExecFrame(t *testing.T, link string) {
+	for _, sent := range []bool{true, false} {
+		b := startBox(t, link)
+		b.next(30 * time.Second) // ready
+		frame := execFrame(1, "print(hi())")
+		if sent {
+			frame["params"].(map[string]any)["savedTools"] = map[string]any{
+				"tools": []any{map[string]any{"name": "hi", "source": "def hi():\n    return 'from the frame'\n"}}, "problems": []any{}}
+		}
+		b.send(frame)
+		asked := false
+		var reply map[string]any
+		out := ""
+		for deadline := time.Now().Add(30 * time.Second); reply == nil; {
+			m := b.next(time.Until(deadline))
+			switch {
+			case m["method"] == "saved_tools":
+				asked = true
+				b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{
+					"tools": []any{map[string]any{"name": "hi", "source": "def hi():\n    return 'asked'\n"}}, "problems": []any{}}})
+			case m["method"] == "output":
+				out += fmt.Sprint(m["params"].(map[string]any)["data"])
+			case m["method"] != nil && m["id"] != nil:
+				b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{}})
+			case m["method"] == nil && m["id"] == float64(1):
+				reply = m
+			}
+		}
+		want := "asked\n"
+		if sent {
+			want = "from the frame\n"
+		}
+		if outcome(reply) != "ok" || out != want || asked == sent {
+			t.Errorf("sent %v: %v, output %q, asked %v; want output %q, asked %v", sent, reply, out, asked, want, !sent)
+		}
+	}
+}

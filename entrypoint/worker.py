@@ -371,7 +371,7 @@ class Runner:
         rt._begin_call(params)
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
-        notes, stopped = self._load_tools(rt) if n == 1 else (None, False)
+        notes, stopped = self._load_tools(rt, params.get("savedTools")) if n == 1 else (None, False)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)
@@ -426,14 +426,15 @@ class Runner:
         except Exception as e:
             CAPTURE.write("stderr", "figures could not be sent: %s\n" % _error_text(e))
         return outcome, exit_code, error
-    def _load_tools(self, rt):
-        """Loads the saved tools, interruptible like a cell: a tool that hangs
-        while loading ends this call, not every new session."""
+    def _load_tools(self, rt, saved):
+        """Loads the saved tools (saved: the host's saved_tools reply sent
+        with the exec frame, else None: ask), interruptible like a cell: a
+        tool that hangs while loading ends this call, not every new session."""
         STATE.interrupted = False
         STATE.in_cell = True
         try:
             _raise_if_cancelled()
-            return rt._load_user_tools(self.ns), False
+            return rt._load_user_tools(self.ns, saved), False
         except KeyboardInterrupt:
             name = rt._LOADING[0]
             if name is None:
