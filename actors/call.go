@@ -173,7 +173,7 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 		Progress:   progress,
 		Discovered: req.Discovered,
 	}
-	if sb.firstExec.CompareAndSwap(false, true) {
+	if sb.firstExec.CompareAndSwap(false, true) && s.cfg.Router != nil {
 		// The worker loads the saved tools before its first cell; a store
 		// error is left for the worker's own request to report.
 		if tools, err := s.cfg.Router.ServeSandbox(req.Ctx, call.scope, protocol.MethodSavedTools, nil); err == nil {

@@ -362,6 +362,39 @@ func TestChaosBadServers(t *testing.T) {
 // a call, unchanged servers keep their process, changed ones restart,
 // removed ones fail their in-flight calls clearly, and a broken file never
 // takes down the servers of the other files.
+// TestPerCallReload checks RLD-1 without --watch: every call sees the
+// config files as they are when it starts, even right after a change in the
+// same second (a file added, one rewritten in place with the same size, one
+// removed), with no file event or delay involved.
+func TestPerCallReload(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	write := func(name string, servers map[string]any) { writeJSON(t, filepath.Join(dir, name), map[string]any{"mcpServers": servers}) }
+	write("a.json", map[string]any{"one": fake()})
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_CONFIG_DIR": dir})
+	const list = "import json, os\nprint(sorted(json.loads(os.environ['MCP_DISCOVERED_SERVERS'])))"
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"start", func() {}, "['one']"},
+		{"file added", func() { write("b.json", map[string]any{"two": fake()}) }, "['one', 'two']"},
+		{"rewritten in place, same size", func() { write("b.json", map[string]any{"owt": fake()}) }, "['one', 'owt']"},
+		{"file removed", func() {
+			if err := os.Remove(filepath.Join(dir, "a.json")); err != nil {
+				t.Fatal(err)
+			}
+		}, "['owt']"},
+	}
+	for _, st := range steps {
+		st.change()
+		if got := b.mustOK(list); got != st.want {
+			t.Errorf("%s: servers %s, want %s", st.name, got, st.want)
+		}
+	}
+}
+
 func TestWatchReload(t *testing.T) {
 	requirePodman(t)
 	dir, piddir := t.TempDir(), t.TempDir()
