@@ -369,7 +369,9 @@ func TestChaosBadServers(t *testing.T) {
 func TestPerCallReload(t *testing.T) {
 	requirePodman(t)
 	dir := t.TempDir()
-	write := func(name string, servers map[string]any) { writeJSON(t, filepath.Join(dir, name), map[string]any{"mcpServers": servers}) }
+	write := func(name string, servers map[string]any) {
+		writeJSON(t, filepath.Join(dir, name), map[string]any{"mcpServers": servers})
+	}
 	write("a.json", map[string]any{"one": fake()})
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_CONFIG_DIR": dir})
 	const list = "import json, os\nprint(sorted(json.loads(os.environ['MCP_DISCOVERED_SERVERS'])))"
