@@ -422,6 +422,7 @@ func testBoxFdOutputCaptured(t *testing.T, link string) {
 	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	cases := []struct{ code, want string }{
+		{"print('x' in globals(), 'sink' in globals())", "False False\n"}, // the warm-up left nothing
 		{"print('quiet')", "quiet\n"},
 		{"import os\nos.write(1, b'fd one\\n')\nos.system('echo from shell')", "fd one\nfrom shell\n"},
 		{"import os\nos.write(2, b'ends with a nul\\x00')", "ends with a nul\x00"},

@@ -353,6 +353,16 @@ def _error_text(exc):
     return "%s: %s" % (name, msg) if msg else name
 
 
+class _Sink:
+    """A text stream that keeps nothing (the warm-up's output)."""
+
+    def write(self, s):
+        return len(s)
+
+    def flush(self):
+        pass
+
+
 class Runner:
     def __init__(self):
         main = types.ModuleType("__main__")
@@ -408,6 +418,19 @@ class Runner:
             res["notes"] = notes
         frames.append(Link.reply_frame(msg["id"], res))
         LINK.send_frames(frames)
+
+    def warm(self):
+        """Runs a throwaway cell through the parser, the compiler and a
+        frame's encoding while no call waits: their first use in a process
+        costs ~0.3 ms, which a session's first call would pay otherwise.
+        Nothing it does is visible to calls."""
+        try:
+            tree = ast.parse("x = [1]\nprint(repr(x), file=sink)", "<bridge/warm-up>", "exec")
+            co = compile(tree, "<bridge/warm-up>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            exec(co, {"sink": _Sink()})
+            json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"outcome": "ok"}}, ensure_ascii=False, separators=(",", ":"))
+        except Exception as e:
+            _diag("warm-up failed: %s: %s" % (type(e).__name__, e))
 
     def _flush_figures(self, outcome, exit_code, error):
         """Sends the figures still open at the end of the cell, like a
@@ -632,6 +655,8 @@ def main(boot, src, argv):
     runner = Runner()
     threading.Thread(target=LINK.read_loop, name="link", daemon=True).start()
     LINK.notify("ready", {"python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
+    if LINK.execs.empty():  # a spare: its first call comes later
+        runner.warm()
     while True:
         try:
             msg = LINK.execs.get()
