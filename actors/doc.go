@@ -1,8 +1,10 @@
 // Package actors is the bridge's running part: one suture service per
 // concern, each owning its state and reached only through its methods
 // (which send it a message) or immutable snapshots. The engine builds and
-// wires them; actors import protocol (the sandbox link's frames) and
-// protocol/result (a run's outcome), never the engine.
+// wires them; actors import protocol (the sandbox link's frames),
+// protocol/result (a run's outcome) and the pure libraries under protocol
+// (alias, search, schema: the catalog's aliases, search and argument
+// checks), never the engine.
 //
 // # Supervision tree
 //

@@ -16,7 +16,6 @@ import (
 // catalog whenever the configuration or a tool list changes.
 type Servers struct {
 	deps   *ClientDeps
-	funcs  *CatalogFuncs
 	router *Router
 	spec   func(name string) suture.Spec
 	log    zerolog.Logger
@@ -61,9 +60,9 @@ func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) =
 
 // NewServers returns the manager; sup is the servers supervisor, which also
 // hosts the manager itself. spec builds each server's own supervisor spec.
-func NewServers(sup *suture.Supervisor, deps *ClientDeps, funcs *CatalogFuncs, router *Router, spec func(string) suture.Spec) *Servers {
+func NewServers(sup *suture.Supervisor, deps *ClientDeps, router *Router, spec func(string) suture.Spec) *Servers {
 	m := &Servers{
-		deps: deps, funcs: funcs, router: router, spec: spec,
+		deps: deps, router: router, spec: spec,
 		log:     deps.Log.With().Str("actor", "servers").Logger(),
 		applies: make(chan applyReq),
 		ping:    make(chan struct{}, 1),
@@ -193,7 +192,7 @@ func (m *Servers) stop(name string, ls *liveServer, why string) {
 func (m *Servers) publish() {
 	clients := map[string]*Client{}
 	m.live.Each(func(name string, ls *liveServer) { clients[name] = ls.client })
-	c := buildCatalog(m.specs, clients, m.tools, m.funcs)
+	c := buildCatalog(m.specs, clients, m.tools)
 	c.policy = m.policy
 	m.router.SetCatalog(c)
 }
