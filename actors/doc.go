@@ -52,7 +52,8 @@
 //	Session   → Sessions.takeSpare (spares: reply chan *sandbox)
 //	Reaper    → Sessions.Tick → Session control (1-buffered, drops when full)
 //	Sessions  → Session control{evict} (reply chan bool)
-//	Servers   → Client.retire, then removes its supervisor (RLD-3)
+//	Servers   → Client.retire, then removes its supervisor (RLD-3) without
+//	            waiting: the servers supervisor waits for it at shutdown
 //
 // # Who owns what
 //

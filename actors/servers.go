@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/thejerf/suture/v4"
@@ -179,11 +178,14 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 }
 
 // stop ends a server and forgets its tools; why is what its in-flight
-// calls report (RLD-3).
+// calls report (RLD-3). It does not wait for the server's process: a
+// process slow to die must not stall other reloads or the catalog. The
+// servers supervisor owns the stopping client and waits for it when it
+// stops itself (Spec.Timeout).
 func (m *Servers) stop(name string, ls *liveServer, why string) {
 	ls.client.retire(why)
 	delete(m.tools, name)
-	if err := m.live.RemoveAndWait(name, 10*time.Second); err != nil {
+	if err := m.live.Remove(name); err != nil {
 		m.log.Warn().Err(err).Str("server", name).Msg("stopping server")
 	}
 }
