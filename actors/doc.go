@@ -63,9 +63,13 @@
 //   - Router: the current *Catalog. A catalog is immutable once published;
 //     requests read a snapshot.
 //   - Servers: the configuration, the policy, the live servers and their
-//     tools. Its mailbox is shared with the clients under mu.
+//     tools, the removed clients still stopping. Its mailbox is shared with
+//     the clients under mu.
 //   - Client: the connection, the waiters of a start, the backoff. Serve
 //     resets them on every run, so a restart after a panic starts clean.
+//     Client.after is set by Servers before the client runs: a client
+//     replacing one of the same name starts no process before the old
+//     one's is dead (Client.stopped).
 //     Client.removed is written by Servers (retire) and read by callers;
 //     serverConn.inflight is written by callers and read by Serve.
 //   - Sessions: the live sessions, the spare, the names' loss reasons.

@@ -135,18 +135,26 @@ func startStubborn(t *testing.T, ctx context.Context, m *Servers, r *Router, lif
 	life.waitUp(t)
 }
 
+// runStubborn runs a router and a servers manager until the test ends, with
+// the stubborn server configured and started.
+func runStubborn(t *testing.T, ctx context.Context) (*Servers, *Router, *lifeline, ServerSpec) {
+	t.Helper()
+	sup := quietSupervisor("servers-test")
+	m, r, life, stubborn := stubbornSetup(t, sup)
+	serveUntilCleanup(t, sup)
+	startStubborn(t, ctx, m, r, life, stubborn)
+	return m, r, life, stubborn
+}
+
 // TestReloadDoesNotWaitForStoppingServer: a reload that removes a server
 // whose process is slow to die publishes the new catalog, and a following
 // reload that adds another server completes, while that process is still
 // stopping; the supervisor still ends it (issue 14).
 func TestReloadDoesNotWaitForStoppingServer(t *testing.T) {
 	other := fakeHTTPServer(t)
-	sup := quietSupervisor("servers-test")
-	m, r, life, stubborn := stubbornSetup(t, sup)
-	serveUntilCleanup(t, sup)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	startStubborn(t, ctx, m, r, life, stubborn)
+	m, r, life, _ := runStubborn(t, ctx)
 
 	d, err := m.Apply(ctx, nil, nil)
 	if err != nil || !slices.Equal(d.Removed, []string{"stubborn"}) {
@@ -198,4 +206,35 @@ func TestShutdownWaitsForStoppingServer(t *testing.T) {
 	if n, err := life.read(); n != 0 || err != nil {
 		t.Fatalf("after shutdown the removed server's process lives on (read %d, %v)", n, err)
 	}
+}
+
+// TestChangedServerStartsAfterOldOneDied: a reload that changes a server
+// returns while the old process is still stopping, and the new process
+// starts only once the old one is dead, so the two never run side by side.
+func TestChangedServerStartsAfterOldOneDied(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, r, life, stubborn := runStubborn(t, ctx)
+
+	fifo2, life2 := newLifeline(t)
+	changed := stubborn
+	changed.Env, changed.Hash = []string{"STUBBORN_FIFO=" + fifo2}, "s2"
+	d, err := m.Apply(ctx, []ServerSpec{changed}, nil)
+	if err != nil || !slices.Equal(d.Changed, []string{"stubborn"}) {
+		t.Fatalf("change: diff %+v, %v", d, err)
+	}
+	if !life.alive() {
+		t.Fatal("the reload that changed the server returned only after its old process died")
+	}
+	cat, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.Server("stubborn").Client.Tools(ctx); err != nil {
+		t.Fatalf("start the changed server: %v", err)
+	}
+	if n, err := life.read(); n != 0 || err != nil {
+		t.Fatalf("the changed server started while its old process lived (read %d, %v)", n, err)
+	}
+	life2.waitUp(t)
 }
