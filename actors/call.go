@@ -168,14 +168,22 @@ type execReply struct {
 // killed (TMO-2). timedOut says the deadline passed; hardKill that the
 // container was killed.
 func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req *ExecRequest, progress bool, callDeadline time.Time) (got execReply, timedOut, hardKill bool) {
+	params := protocol.ExecParams{
+		Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
+		Progress:   progress,
+		Discovered: req.Discovered,
+	}
+	if sb.firstExec.CompareAndSwap(false, true) {
+		// The worker loads the saved tools before its first cell; a store
+		// error is left for the worker's own request to report.
+		if tools, err := s.cfg.Router.ServeSandbox(req.Ctx, call.scope, protocol.MethodSavedTools, nil); err == nil {
+			params.SavedTools = tools
+		}
+	}
 	replies := make(chan execReply, 1)
 	go func() {
 		var r protocol.ExecResult
-		err := sb.conn.Call(context.Background(), protocol.MethodExec, protocol.ExecParams{
-			Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
-			Progress:   progress,
-			Discovered: req.Discovered,
-		}, &r)
+		err := sb.conn.Call(context.Background(), protocol.MethodExec, params, &r)
 		replies <- execReply{r, err}
 	}()
 

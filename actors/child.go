@@ -24,15 +24,17 @@ import (
 type child struct {
 	proc   *process
 	stdin  *os.File
-	stdout *os.File // read end
+	stdout *os.File // read end; nil when stdout joins stderr
 	stderr *tailBuffer
 	errR   *os.File // stderr's read end, closed by release
 	drain  sync.WaitGroup
 }
 
 // startChild starts cmd with fresh pipes; stderr lines are logged to log
-// at debug. On error nothing is left open.
-func startChild(cmd *exec.Cmd, log zerolog.Logger) (*child, error) {
+// at debug. With stdoutIsLog the child's stdout joins its stderr (its
+// frames travel elsewhere) and c.stdout is nil. On error nothing is left
+// open.
+func startChild(cmd *exec.Cmd, stdoutIsLog bool, log zerolog.Logger) (*child, error) {
 	var files []*os.File
 	var err error
 	pipe := func() (r, w *os.File) {
@@ -44,7 +46,10 @@ func startChild(cmd *exec.Cmd, log zerolog.Logger) (*child, error) {
 		return r, w
 	}
 	inR, inW := pipe()
-	outR, outW := pipe()
+	var outR, outW *os.File
+	if !stdoutIsLog {
+		outR, outW = pipe()
+	}
 	errR, errW := pipe()
 	if err != nil {
 		for _, f := range files {
@@ -53,14 +58,21 @@ func startChild(cmd *exec.Cmd, log zerolog.Logger) (*child, error) {
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if stdoutIsLog {
+		cmd.Stdout = errW
+	}
 	proc, err := startProcess(cmd)
 	inR.Close()
-	outW.Close()
 	errW.Close()
+	if outW != nil {
+		outW.Close()
+	}
 	if err != nil {
 		inW.Close()
-		outR.Close()
 		errR.Close()
+		if outR != nil {
+			outR.Close()
+		}
 		return nil, err
 	}
 	c := &child{proc: proc, stdin: inW, stdout: outR, errR: errR, stderr: newTailBuffer(50, 8<<10)}
@@ -101,7 +113,9 @@ func (c *child) stop(polite, term time.Duration) {
 // grandchild may still hold the write ends) and waits for the drain.
 func (c *child) release(d time.Duration) {
 	c.stderr.waitDrained(d)
-	_ = c.stdout.Close()
+	if c.stdout != nil {
+		_ = c.stdout.Close()
+	}
 	_ = c.errR.Close()
 	c.drain.Wait()
 }

@@ -12,7 +12,7 @@ import (
 // TestChildStopEscalates: a child that ignores stdin EOF and SIGTERM is
 // killed by its group, and its stderr tail survives the stop.
 func TestChildStopEscalates(t *testing.T) {
-	c, err := startChild(exec.Command("/bin/sh", "-c", `echo last words >&2; trap '' TERM; exec sleep 60`), zerolog.Nop())
+	c, err := startChild(exec.Command("/bin/sh", "-c", `echo last words >&2; trap '' TERM; exec sleep 60`), false, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

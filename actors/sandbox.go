@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,6 +29,9 @@ type SandboxCommand struct {
 	// Release frees what the launcher reserved for this container (its id
 	// map); called once, after the container is gone. nil for nothing.
 	Release func()
+	// LinkFD: the link is a socket the process gets as fd 3 (its stdout
+	// then carries logs only); otherwise its stdin and stdout.
+	LinkFD bool
 }
 
 // Launcher starts and removes sandbox processes; the engine implements it.
@@ -93,8 +97,12 @@ type sandbox struct {
 	// once close is done.
 	releaseCmd func()
 	conn       *jsonrpc2.Conn
-	log        zerolog.Logger
-	stderr     *tailBuffer // child.stderr
+	// hangUp ends the host's side of the link politely (EOF to the box)
+	// while its replies are still read: stdin's close, or the link
+	// socket's write shutdown.
+	hangUp func()
+	log    zerolog.Logger
+	stderr *tailBuffer // child.stderr
 
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
@@ -105,6 +113,7 @@ type sandbox struct {
 	servedOnce sync.Once
 
 	exited    <-chan struct{} // closed when the process has exited
+	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
@@ -187,16 +196,39 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	}
 	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
 	cmd.Dir = cmdSpec.Dir
+	var link *net.UnixConn
+	if cmdSpec.LinkFD {
+		var boxEnd *os.File
+		if link, boxEnd, err = socketLink(); err != nil {
+			cmdSpec.Release()
+			return nil, fmt.Errorf("sandbox: link: %w", err)
+		}
+		defer boxEnd.Close() // the CLI has its own copy once started
+		cmd.ExtraFiles = []*os.File{boxEnd}
+	}
 	s.spawned = time.Now()
 	// The CLI dies with the bridge (CLN-2); its own process group lets the
 	// bridge kill it and anything it started.
-	s.child, err = startChild(cmd, s.log)
+	s.child, err = startChild(cmd, link != nil, s.log)
 	if err != nil {
+		if link != nil {
+			link.Close()
+		}
 		cmdSpec.Release()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
 	}
 	s.proc, s.stderr = s.child.proc, s.child.stderr
-	stream := protocol.NewLineStream(s.child.stdout, s.child.stdin, multiCloser{s.child.stdin, s.child.stdout}, cfg.MaxFrame, s.log)
+	var stream *protocol.LineStream
+	if link != nil {
+		stream = protocol.NewLineStream(link, link, multiCloser{link, s.child.stdin}, cfg.MaxFrame, s.log)
+		s.hangUp = func() {
+			_ = link.CloseWrite()
+			_ = s.child.stdin.Close()
+		}
+	} else {
+		stream = protocol.NewLineStream(s.child.stdout, s.child.stdin, multiCloser{s.child.stdin, s.child.stdout}, cfg.MaxFrame, s.log)
+		s.hangUp = func() { _ = s.child.stdin.Close() }
+	}
 	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	s.exited = s.proc.exited
@@ -216,6 +248,22 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		_ = stream.WriteLine(append(boot, '\n'), cfg.StartTimeout)
 	}()
 	return s, nil
+}
+
+// socketLink returns the two ends of a sandbox's link socket: the host's,
+// with write deadlines (BoundWrites), and the box's, for the CLI's fd 3.
+func socketLink() (*net.UnixConn, *os.File, error) {
+	host, box, err := protocol.SocketPair()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := net.FileConn(host) // a dup of the descriptor
+	host.Close()
+	if err != nil {
+		box.Close()
+		return nil, nil, err
+	}
+	return conn.(*net.UnixConn), box, nil
 }
 
 // removeArgver is implemented by launchers that can name the command that
@@ -384,9 +432,10 @@ func (s *sandbox) close() {
 				// Still starting: the container sees EOF once it runs.
 				wait = stopBound
 			}
-			// stdin only: the link keeps draining stdout, so the CLI never
-			// blocks on, or dies of, a closed pipe while it finishes.
-			_ = s.child.stdin.Close()
+			// The host's side only: the link keeps draining the box, so
+			// the CLI never blocks on, or dies of, a closed pipe while it
+			// finishes.
+			s.hangUp()
 			polite = s.waitExit(wait)
 		}
 		if polite {

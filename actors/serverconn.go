@@ -301,7 +301,7 @@ func (c *Client) spawn(conn *serverConn) error {
 	cmd := exec.Command(c.spec.Command, c.spec.Args...)
 	cmd.Env = c.spec.Env
 	cmd.Dir = c.spec.Cwd
-	ch, err := startChild(cmd, c.log)
+	ch, err := startChild(cmd, false, c.log)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,15 @@ type ArgvSpec struct {
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
 	IDMap   *IDMap // per-session user namespace (podman); nil adds none
+	// LinkFD hands the CLI's fd 3 (a socket) to the container as the link
+	// (podman --preserve-fds): frames then skip the CLI's and conmon's stdio
+	// relay. Without it the link is the container's stdin and stdout.
+	LinkFD bool
 }
+
+// LinkFD is the descriptor the link socket has in the CLI and in the
+// container's first process (ArgvSpec.LinkFD).
+const LinkFD = 3
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
 func ContainerArgv(s ArgvSpec) []string {
@@ -66,7 +75,13 @@ func ContainerArgv(s ArgvSpec) []string {
 	if s.OCIRuntime != "" && !s.Podman {
 		a = append(a, "--runtime", s.OCIRuntime)
 	}
-	a = append(a, "--rm", "-i", "--init", "--pull", "never",
+	a = append(a, "--rm")
+	if s.LinkFD {
+		a = append(a, "--preserve-fds", "1")
+	} else {
+		a = append(a, "-i")
+	}
+	a = append(a, "--init", "--pull", "never",
 		"--name", s.Name, "--label", "bridge.owner="+s.Owner, "--label", "bridge.session="+s.Session,
 		"--network", "none", "--read-only")
 	if s.Podman {
@@ -95,6 +110,9 @@ func ContainerArgv(s ArgvSpec) []string {
 	a = append(a, "--workdir", "/workspace", "--env", "HOME=/workspace", "--env", "PYTHONUNBUFFERED=1",
 		"--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONIOENCODING=utf-8", "--log-driver", "none",
 		s.Image, "python3", "-u", "-c", s.Bootstrap)
+	if s.LinkFD {
+		a = append(a, strconv.Itoa(LinkFD))
+	}
 	return a
 }
 
@@ -148,7 +166,11 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 			return actors.SandboxCommand{}, fmt.Errorf("local runtime: %w", err)
 		}
 		// Not the bridge's own directory: user code writes relative paths.
-		return actors.SandboxCommand{Argv: []string{py, "-u", "-c", entrypoint.Bootstrap}, Dir: os.TempDir()}, nil
+		argv := []string{py, "-u", "-c", entrypoint.Bootstrap}
+		if l.env.Link != "stdio" {
+			argv = append(argv, strconv.Itoa(LinkFD))
+		}
+		return actors.SandboxCommand{Argv: argv, Dir: os.TempDir(), LinkFD: l.env.Link != "stdio"}, nil
 	}
 	cli, podman, oci, err := l.resolve()
 	if err != nil {
@@ -175,10 +197,28 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, IDMap: idmap,
 		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
+		LinkFD: SocketLink(l.env, cli, podman, oci),
 	}
 	fallbackLimits(l.limitFacts(podman), l.env, &spec)
 	argv := ContainerArgv(spec)
-	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir(), Release: release}, nil
+	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir(), Release: release, LinkFD: spec.LinkFD}, nil
+}
+
+// SocketLink reports whether sandboxes get their link as a socket on fd 3
+// (MCP_BRIDGE_LINK=auto): podman on Linux with a local engine passes it
+// through conmon to the container. Docker cannot pass descriptors, a
+// remote podman (podman machine, CONTAINER_HOST) runs the container on
+// another kernel, and gVisor's runsc is left on the path it is known to
+// handle; they keep the stdio link.
+func SocketLink(env Env, cli string, podman bool, oci string) bool {
+	if env.Link == "stdio" || !podman || runtime.GOOS != "linux" {
+		return false
+	}
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" ||
+		strings.Contains(filepath.Base(cli), "remote") || filepath.Base(oci) == "runsc" {
+		return false
+	}
+	return true
 }
 
 // limitFacts returns the runtime facts fallbackLimits reads, without

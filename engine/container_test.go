@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +113,11 @@ var argvCases = []struct {
 		s.Mounts = goldenMounts
 		return s
 	}},
+	{"podman-socket-link", func() ArgvSpec {
+		s := baseSpec()
+		s.LinkFD = true
+		return s
+	}},
 }
 
 var goldenMounts = []Mount{{Host: "/home/u/data", Container: "/data"}, {Host: "/home/u/out", Container: "/mnt/out", RW: true}}
@@ -170,17 +176,28 @@ func TestContainerArgvInvariants(t *testing.T) {
 			if argv[0] != s.CLI {
 				t.Fatalf("argv[0] = %q, want %q", argv[0], s.CLI)
 			}
-			// The command ends with: <image> python3 -u -c <bootstrap>.
-			tail := argv[len(argv)-5:]
-			if got, want := tail, []string{s.Image, "python3", "-u", "-c", s.Bootstrap}; !slices.Equal(got, want) {
-				t.Fatalf("argv ends %q, want %q", got, want)
+			// The command ends with: <image> python3 -u -c <bootstrap>, and
+			// the link's descriptor when the link is a socket.
+			wantTail := []string{s.Image, "python3", "-u", "-c", s.Bootstrap}
+			if s.LinkFD {
+				wantTail = append(wantTail, "3")
+			}
+			if got := argv[len(argv)-len(wantTail):]; !slices.Equal(got, wantTail) {
+				t.Fatalf("argv ends %q, want %q", got, wantTail)
 			}
 			run := slices.Index(argv, "run")
 			if run < 0 {
 				t.Fatalf("no run subcommand in %q", argv)
 			}
 			global := argv[1:run]
-			flags := argv[run+1 : len(argv)-5]
+			flags := argv[run+1 : len(argv)-len(wantTail)]
+			// The link: stdin and stdout (-i), or fd 3 passed through.
+			if got := flagValues(flags, "--preserve-fds"); s.LinkFD != slices.Equal(got, []string{"1"}) || (!s.LinkFD && len(got) > 0) {
+				t.Errorf("--preserve-fds values %q with LinkFD %v", got, s.LinkFD)
+			}
+			if got, want := countOf(flags, "-i"), 1; s.LinkFD == (got == want) {
+				t.Errorf("-i appears %d times with LinkFD %v", got, s.LinkFD)
+			}
 
 			// No volume, mount or bind of any kind (CTR-2) unless
 			// MCP_BRIDGE_MOUNTS asked for them, and then exactly those.
@@ -209,7 +226,7 @@ func TestContainerArgvInvariants(t *testing.T) {
 				"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8"}; !slices.Equal(got, want) {
 				t.Errorf("--env values %q, want %q", got, want)
 			}
-			for _, f := range []string{"--rm", "-i", "--init", "--read-only"} {
+			for _, f := range []string{"--rm", "--init", "--read-only"} {
 				if n := countOf(flags, f); n != 1 {
 					t.Errorf("%s appears %d times, want once", f, n)
 				}
@@ -604,5 +621,41 @@ func TestRemoveArgv(t *testing.T) {
 		if len(got) == 0 || got[0] != cli || !slices.Equal(got[len(got)-len(tt.want):], tt.want) || slices.Contains(got, "-t") != (tt.cli == "podman") {
 			t.Errorf("%s: RemoveArgv = %q, want %q after the CLI and global flags", tt.cli, got, tt.want)
 		}
+	}
+}
+
+// TestSocketLink checks when sandboxes get the socket link: podman on a
+// local Linux engine, unless MCP_BRIDGE_LINK=stdio; never Docker, a remote
+// podman or gVisor.
+func TestSocketLink(t *testing.T) {
+	cases := []struct {
+		name   string
+		link   string
+		cli    string
+		podman bool
+		oci    string
+		env    map[string]string
+		want   bool
+	}{
+		{"podman", "auto", "/usr/bin/podman", true, "", nil, runtime.GOOS == "linux"},
+		{"podman with runc", "auto", "podman", true, "runc", nil, runtime.GOOS == "linux"},
+		{"stdio asked", "stdio", "/usr/bin/podman", true, "", nil, false},
+		{"docker", "auto", "/usr/bin/docker", false, "", nil, false},
+		{"gvisor", "auto", "/usr/bin/podman", true, "/usr/local/bin/runsc", nil, false},
+		{"podman-remote", "auto", "/usr/bin/podman-remote", true, "", nil, false},
+		{"CONTAINER_HOST", "auto", "/usr/bin/podman", true, "", map[string]string{"CONTAINER_HOST": "unix:///run/podman.sock"}, false},
+		{"CONTAINER_CONNECTION", "auto", "/usr/bin/podman", true, "", map[string]string{"CONTAINER_CONNECTION": "machine"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("CONTAINER_HOST", "")
+			t.Setenv("CONTAINER_CONNECTION", "")
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			if got := SocketLink(Env{Link: c.link}, c.cli, c.podman, c.oci); got != c.want {
+				t.Errorf("SocketLink = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -45,6 +45,9 @@ type Engine struct {
 	getenv     func(string) string
 	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
 	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
+	optsOnce   sync.Once
+	opts       config.Options // set once by configOptions
+	stamper    config.Stamper
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -72,7 +75,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.serversSup.Add(e.servers)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
 		Stamp: func() string {
-			return config.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile))
+			return e.stamper.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile))
 		},
 		Load:   e.loadConfig,
 		Watch:  watch,
@@ -127,13 +130,17 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 }
 
 func (e *Engine) configOptions() config.Options {
-	self, _ := os.Executable()
-	if p, err := filepath.EvalSymlinks(self); err == nil {
-		self = p
-	}
-	cwd, _ := os.Getwd()
-	return config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-		SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
+	// Resolved once: the check before every call (RLD-1) costs its stats only.
+	e.optsOnce.Do(func() {
+		self, _ := os.Executable()
+		if p, err := filepath.EvalSymlinks(self); err == nil {
+			self = p
+		}
+		cwd, _ := os.Getwd()
+		e.opts = config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
+			SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
+	})
+	return e.opts
 }
 
 // loadConfig reads every config source, logs what was skipped and why, and

@@ -66,6 +66,9 @@ type Env struct {
 	ToolInventory string
 	// Seccomp is MCP_BRIDGE_SECCOMP: "" (built-in profile), "runtime", or a profile path.
 	Seccomp string
+	// Link is MCP_BRIDGE_LINK: "auto" (a socket handed to the container
+	// where the runtime can pass one, else its stdio) or "stdio".
+	Link string
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -80,7 +83,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
-	"MCP_BRIDGE_LOG_FORMAT",
+	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
 }
 
 var (
@@ -236,6 +239,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
 	e.Structured = r.choice("MCP_BRIDGE_STRUCTURED", "auto", "auto, always or never", "auto", "always", "never")
+	e.Link = r.choice("MCP_BRIDGE_LINK", "auto", "auto or stdio", "auto", "stdio")
 	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")
 	switch e.ToolInventory = strings.ToLower(r.str("MCP_BRIDGE_TOOL_INVENTORY")); e.ToolInventory {
 	case "", "names":

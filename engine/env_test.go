@@ -59,6 +59,7 @@ func defaultEnv() Env {
 		Home:            testHome,
 		Structured:      "auto",
 		AlwaysLoad:      true,
+		Link:            "auto",
 	}
 }
 
@@ -138,6 +139,7 @@ func TestLoadEnvValid(t *testing.T) {
 			func(e *Env) { e.ServersConfig = "/etc/mcp/servers.json" }},
 		{"structured never", map[string]string{"MCP_BRIDGE_STRUCTURED": "Never"}, func(e *Env) { e.Structured = "never" }},
 		{"structured always", map[string]string{"MCP_BRIDGE_STRUCTURED": "always"}, func(e *Env) { e.Structured = "always" }},
+		{"link stdio", map[string]string{"MCP_BRIDGE_LINK": "STDIO"}, func(e *Env) { e.Link = "stdio" }},
 		{"always load off", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "0"}, func(e *Env) { e.AlwaysLoad = false }},
 		{"always load on", map[string]string{"MCP_BRIDGE_ALWAYS_LOAD": "yes"}, func(e *Env) {}},
 		{"tool inventory names", map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "NAMES"}, func(e *Env) { e.ToolInventory = "names" }},
@@ -353,6 +355,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_STRUCTURED":     "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
 		"MCP_BRIDGE_SECCOMP":    "relative.json",
 		"MCP_BRIDGE_LOG_FORMAT": "yaml",
+		"MCP_BRIDGE_LINK":       "pipe",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,16 +14,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bridge-mcp/bridge/protocol"
 )
 
 // box is the entrypoint run by the host's python3 as a plain process (no
-// container), with the test as its host: frames in on stdin, out on stdout.
+// container), with the test as its host: frames in on stdin and out on
+// stdout, or both ways over a socket on fd 3 (the socket link).
 type box struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	in     io.WriteCloser
+	in     io.WriteCloser // Close is the host's hangup
 	out    *bufio.Reader
-	outR   io.Closer
+	outR   io.Closer // Close stops the host reading
 	stderr *lockedBuffer
 	exited chan struct{}
 	err    error // the process's exit; valid once exited is closed
@@ -58,9 +62,21 @@ func bootFrame(t *testing.T) []byte {
 	return append(data, '\n')
 }
 
-// startBox starts the entrypoint and writes the boot frame followed by
-// extra (frames sent before the ready frame); it does not wait for ready.
-func startBox(t *testing.T, extra ...map[string]any) *box {
+// links are the two ways the host reaches a sandbox; every box test runs
+// over both.
+var links = []string{"stdio", "socket"}
+
+// forEachLink runs test once per link.
+func forEachLink(t *testing.T, test func(t *testing.T, link string)) {
+	for _, link := range links {
+		t.Run(link, func(t *testing.T) { test(t, link) })
+	}
+}
+
+// startBox starts the entrypoint with its link over link ("stdio" or
+// "socket") and writes the boot frame followed by extra (frames sent
+// before the ready frame); it does not wait for ready.
+func startBox(t *testing.T, link string, extra ...map[string]any) *box {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -71,19 +87,43 @@ func startBox(t *testing.T, extra ...map[string]any) *box {
 	b.cmd.Dir = t.TempDir()
 	b.cmd.Stderr = b.stderr
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the cleanup kills the worker too
-	if b.in, err = b.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
+	var closeHost func()
+	if link == "socket" {
+		hostEnd, boxEnd, err := protocol.SocketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.FileConn(hostEnd)
+		hostEnd.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		uc := conn.(*net.UnixConn)
+		b.cmd.ExtraFiles = []*os.File{boxEnd}
+		b.cmd.Args = append(b.cmd.Args, "3")
+		b.cmd.Stdout = b.stderr // stray output; frames use the socket
+		if err := b.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		boxEnd.Close()
+		b.in, b.out, b.outR = halfCloser{uc.CloseWrite, uc}, bufio.NewReader(uc), closerFunc(uc.CloseRead)
+		closeHost = func() { uc.Close() }
+	} else {
+		if b.in, err = b.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.cmd.Stdout = outW
+		if err := b.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		outW.Close()
+		b.out, b.outR = bufio.NewReader(outR), outR
+		closeHost = func() { outR.Close() }
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.cmd.Stdout = outW
-	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	outW.Close()
-	b.out, b.outR = bufio.NewReader(outR), outR
 	go func() {
 		b.err = b.cmd.Wait()
 		close(b.exited)
@@ -91,7 +131,7 @@ func startBox(t *testing.T, extra ...map[string]any) *box {
 	t.Cleanup(func() {
 		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 		<-b.exited
-		outR.Close()
+		closeHost()
 	})
 	msg := bootFrame(t)
 	for _, f := range extra {
@@ -103,6 +143,19 @@ func startBox(t *testing.T, extra ...map[string]any) *box {
 	}
 	return b
 }
+
+// halfCloser writes to w; Close shuts down the write side only.
+type halfCloser struct {
+	closeWrite func() error
+	w          io.Writer
+}
+
+func (h halfCloser) Write(p []byte) (int, error) { return h.w.Write(p) }
+func (h halfCloser) Close() error                { return h.closeWrite() }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // next reads the next frame from the box within d.
 func (b *box) next(d time.Duration) map[string]any {
@@ -180,8 +233,10 @@ func outcome(reply map[string]any) string {
 
 // TestBoxFramesBeforeReady: frames the host sent right behind the boot
 // frame (read ahead with it by the bootstrap) reach the worker.
-func TestBoxFramesBeforeReady(t *testing.T) {
-	b := startBox(t, execFrame(1, "print('early')"))
+func TestBoxFramesBeforeReady(t *testing.T) { forEachLink(t, testBoxFramesBeforeReady) }
+
+func testBoxFramesBeforeReady(t *testing.T, link string) {
+	b := startBox(t, link, execFrame(1, "print('early')"))
 	if m := b.next(30 * time.Second); m["method"] != "ready" {
 		t.Fatalf("first frame %v, want ready", m)
 	}
@@ -193,8 +248,10 @@ func TestBoxFramesBeforeReady(t *testing.T) {
 
 // TestBoxInterrupt: the worker acts on an interrupt frame for the active
 // call only, while user code runs (there is no relay process any more).
-func TestBoxInterrupt(t *testing.T) {
-	b := startBox(t)
+func TestBoxInterrupt(t *testing.T) { forEachLink(t, testBoxInterrupt) }
+
+func testBoxInterrupt(t *testing.T, link string) {
+	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	b.send(execFrame(1, "import time\nprint('started')\ntime.sleep(60)"))
 	// The first call loads the saved tools: answer it, then wait for the
@@ -225,8 +282,10 @@ func TestBoxInterrupt(t *testing.T) {
 // the call (the SIGINT used to be dropped while no cell ran, and the cell
 // then ran to its end: a loaded machine turned short timeouts into
 // container replacements).
-func TestBoxInterruptBeforeCellStarts(t *testing.T) {
-	b := startBox(t)
+func TestBoxInterruptBeforeCellStarts(t *testing.T) { forEachLink(t, testBoxInterruptBeforeCellStarts) }
+
+func testBoxInterruptBeforeCellStarts(t *testing.T, link string) {
+	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	b.send(execFrame(1, "print(1)"))
 	b.serve(1, 30*time.Second)
@@ -244,8 +303,10 @@ func TestBoxInterruptBeforeCellStarts(t *testing.T) {
 // TestBoxStuckWorkerKilled: a worker whose link reader cannot run and that
 // ignores SIGINT still ends within a bound once the host closes stdin: the
 // supervisor sees the hangup and kills it.
-func TestBoxStuckWorkerKilled(t *testing.T) {
-	b := startBox(t)
+func TestBoxStuckWorkerKilled(t *testing.T) { forEachLink(t, testBoxStuckWorkerKilled) }
+
+func testBoxStuckWorkerKilled(t *testing.T, link string) {
+	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	b.send(execFrame(1, "print(1)"))
 	b.serve(1, 30*time.Second)
@@ -264,8 +325,10 @@ func TestBoxStuckWorkerKilled(t *testing.T) {
 // TestBoxFrameWriteError: when the host stops reading the link, the
 // worker's failed frame write is reported on the container's stderr and
 // the sandbox exits 1 (it used to exit 0 silently).
-func TestBoxFrameWriteError(t *testing.T) {
-	b := startBox(t)
+func TestBoxFrameWriteError(t *testing.T) { forEachLink(t, testBoxFrameWriteError) }
+
+func testBoxFrameWriteError(t *testing.T, link string) {
+	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	b.outR.Close()
 	b.send(execFrame(1, "print(1)"))
@@ -286,8 +349,10 @@ func TestBoxFrameWriteError(t *testing.T) {
 // TestBoxAsyncCallsReleaseSlots: awaited requests complete through the
 // event loop, 40 at once (over the 32 in-flight slots), and cancelled ones
 // give their slot back even when the host never answers them.
-func TestBoxAsyncCallsReleaseSlots(t *testing.T) {
-	b := startBox(t)
+func TestBoxAsyncCallsReleaseSlots(t *testing.T) { forEachLink(t, testBoxAsyncCallsReleaseSlots) }
+
+func testBoxAsyncCallsReleaseSlots(t *testing.T, link string) {
+	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
 	code := `import asyncio
 rt = runtime
@@ -302,5 +367,47 @@ print((await asyncio.wait_for(rt._acall("ok", {}), 10))["ok"])`
 	reply, out := b.serve(1, 30*time.Second)
 	if outcome(reply) != "ok" || out != "40 True\nTrue\n" {
 		t.Errorf("async calls: %v, output %q", reply, out)
+	}
+}
+
+// TestBoxSavedToolsInExecFrame: saved tools sent with the first exec frame
+// load without a saved_tools request; without them the worker asks.
+func TestBoxSavedToolsInExecFrame(t *testing.T) { forEachLink(t, testBoxSavedToolsInExecFrame) }
+
+func testBoxSavedToolsInExecFrame(t *testing.T, link string) {
+	for _, sent := range []bool{true, false} {
+		b := startBox(t, link)
+		b.next(30 * time.Second) // ready
+		frame := execFrame(1, "print(hi())")
+		if sent {
+			frame["params"].(map[string]any)["savedTools"] = map[string]any{
+				"tools": []any{map[string]any{"name": "hi", "source": "def hi():\n    return 'from the frame'\n"}}, "problems": []any{}}
+		}
+		b.send(frame)
+		asked := false
+		var reply map[string]any
+		out := ""
+		for deadline := time.Now().Add(30 * time.Second); reply == nil; {
+			m := b.next(time.Until(deadline))
+			switch {
+			case m["method"] == "saved_tools":
+				asked = true
+				b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{
+					"tools": []any{map[string]any{"name": "hi", "source": "def hi():\n    return 'asked'\n"}}, "problems": []any{}}})
+			case m["method"] == "output":
+				out += fmt.Sprint(m["params"].(map[string]any)["data"])
+			case m["method"] != nil && m["id"] != nil:
+				b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{}})
+			case m["method"] == nil && m["id"] == float64(1):
+				reply = m
+			}
+		}
+		want := "asked\n"
+		if sent {
+			want = "from the frame\n"
+		}
+		if outcome(reply) != "ok" || out != want || asked == sent {
+			t.Errorf("sent %v: %v, output %q, asked %v; want output %q, asked %v", sent, reply, out, asked, want, !sent)
+		}
 	}
 }

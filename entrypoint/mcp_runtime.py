@@ -319,15 +319,18 @@ def _slow_load(signum, frame):
     raise _SlowLoad()
 
 
-def _load_user_tools(ns):
+def _load_user_tools(ns, reply=None):
     """Runs every saved tool's source in the session namespace ns (the
-    first call of a session) and fills module user_tools. Each tool gets
-    _LOAD_BUDGET seconds. Returns notes for tools that could not be loaded."""
+    first call of a session) and fills module user_tools. reply is the
+    host's saved_tools reply when the exec frame carried it; else it is
+    asked for. Each tool gets _LOAD_BUDGET seconds. Returns notes for tools
+    that could not be loaded."""
     mod = _user_tools_module()
-    try:
-        reply = _call("saved_tools", {})
-    except MCPError as e:
-        return ["saved tools were not loaded: %s" % e]
+    if not isinstance(reply, dict):
+        try:
+            reply = _call("saved_tools", {})
+        except MCPError as e:
+            return ["saved tools were not loaded: %s" % e]
     notes = list(reply.get("problems") or ())
     old = signal.signal(signal.SIGALRM, _slow_load)
     try:

@@ -1,14 +1,16 @@
 """Supervisor: the first process under the container's init.
 
-It forks the worker, which runs user code and owns the link: it reads host
-frames from a private copy of the container's stdin and writes its frames
-to the container's stdout through another (stdout carries frames only).
+It forks the worker, which runs user code and owns the link. The link is
+the socket the host named in argv (podman hands it over as fd 3), or
+else the container's stdin and stdout (stdout then carries frames only);
+the worker reads host frames from a private copy and writes its frames
+through another.
 The worker is forked before any thread starts, so it skips a second
 interpreter start, and no frame crosses an extra process. The worker acts
 on interrupt, shutdown and stdin EOF itself; the supervisor only watches
 stdin for hangup (poll, never reading), so a worker stuck where its link
-reader cannot run still ends: 2 s after the host closed stdin the
-supervisor kills it and exits. When the worker dies on its own, the
+reader cannot run still ends: 2 s after the host closed its side of the
+link the supervisor kills it and exits. When the worker dies on its own, the
 supervisor exits with the worker's status (128+signal for a signal), with
 one exception: a worker the kernel's OOM killer ended (the container
 cgroup's oom_kill counter rose) exits with OOM_EXIT, so the host can tell a
@@ -49,7 +51,7 @@ def main(boot, src, argv):
     ooms = _oom_kills()
     pending = _read_ahead(src)
     frames_in = os.dup(src.fileno())
-    frames_out = os.dup(1)
+    frames_out = os.dup(src.fileno() if argv else 1)  # a socket link goes both ways
     pid = os.fork()
     if pid == 0:
         _run_worker(dict(boot, pendingFrames=pending), frames_in, frames_out)
@@ -73,10 +75,11 @@ def main(boot, src, argv):
         os._exit(0)
 
     def watch_hangup():
-        # No events asked: poll reports only POLLHUP (every writer of stdin
-        # closed), POLLERR or POLLNVAL, and never consumes a frame.
+        # No input events asked: poll reports only a hangup (every writer of
+        # stdin closed; the host shut down its side of a socket: POLLRDHUP),
+        # POLLERR or POLLNVAL, and never consumes a frame.
         p = select.poll()
-        p.register(src.fileno(), 0)
+        p.register(src.fileno(), getattr(select, "POLLRDHUP", 0) if argv else 0)
         while True:
             try:
                 if p.poll():

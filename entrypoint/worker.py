@@ -1,12 +1,13 @@
 """Worker: runs user code for one session, one cell at a time.
 
-Frames travel over private copies of the container's stdin and stdout (the
-supervisor forked this process and relays nothing); fd 0 is /dev/null and
+Frames travel over private copies of the link, the socket the host handed
+the container or else its stdin and stdout (the supervisor forked this
+process and relays nothing); fd 0 is /dev/null and
 fds 1 and 2 are a pipe read by a pump thread, so every OS-level write lands in
 the active call's stderr. Python-level writes go through Capture objects.
 The main thread runs cells; a reader thread dispatches frames: it queues
 exec frames, interrupts the main thread for the active call, and ends the
-worker on shutdown or stdin EOF.
+worker on shutdown or the link's EOF.
 """
 import ast
 import asyncio
@@ -33,7 +34,7 @@ JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 
 
 class Link:
-    """JSON-RPC over the container's stdio. Thread-safe; replies may come in any order."""
+    """JSON-RPC over the link (a socket, or the container's stdio). Thread-safe; replies may come in any order."""
 
     def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b""):
         self._r = rfd
@@ -370,7 +371,7 @@ class Runner:
         rt._begin_call(params)
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
-        notes, stopped = self._load_tools(rt) if n == 1 else (None, False)
+        notes, stopped = self._load_tools(rt, params.get("savedTools")) if n == 1 else (None, False)
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)
@@ -425,14 +426,15 @@ class Runner:
         except Exception as e:
             CAPTURE.write("stderr", "figures could not be sent: %s\n" % _error_text(e))
         return outcome, exit_code, error
-    def _load_tools(self, rt):
-        """Loads the saved tools, interruptible like a cell: a tool that hangs
-        while loading ends this call, not every new session."""
+    def _load_tools(self, rt, saved):
+        """Loads the saved tools (saved: the host's saved_tools reply sent
+        with the exec frame, else None: ask), interruptible like a cell: a
+        tool that hangs while loading ends this call, not every new session."""
         STATE.interrupted = False
         STATE.in_cell = True
         try:
             _raise_if_cancelled()
-            return rt._load_user_tools(self.ns), False
+            return rt._load_user_tools(self.ns, saved), False
         except KeyboardInterrupt:
             name = rt._LOADING[0]
             if name is None:

@@ -103,6 +103,10 @@ type ExecParams struct {
 	// lines while the call prints more than the streamed head.
 	Progress   bool     `json:"progress,omitempty"`
 	Discovered []string `json:"discovered,omitempty"`
+	// SavedTools is the saved_tools reply, sent with a sandbox's first
+	// exec so its worker loads them without a round trip; absent, the
+	// worker asks (its first cell only).
+	SavedTools any `json:"savedTools,omitempty"`
 }
 
 // Outcome values of ExecResult.

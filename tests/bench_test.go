@@ -137,6 +137,13 @@ func TestBenchQuick(t *testing.T) {
 		"memory.rss.servers3", "memory.rss.flood", "memory.container.session", "scaling.sessions8", "scaling.rss8"} {
 		need(id)
 	}
+	// On podman the link is a socket on fd 3: its floor is measured too.
+	if testRuntime() == "podman" {
+		if sock, stdio := need("latency.floor.socket.p50"), need("latency.floor.p50"); !(sock > 0 && stdio > 0) {
+			t.Errorf("floors: socket %v ms, stdio %v ms; want both measured", sock, stdio)
+		}
+		need("latency.warm.socketfloor")
+	}
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

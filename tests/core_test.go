@@ -111,6 +111,39 @@ func TestHelloWorld(t *testing.T) {
 	}
 }
 
+// TestLinkTransport checks which link a sandbox gets: a socket of its own
+// on podman (fd 3 through --preserve-fds, no stdio relay), the container's
+// stdio on Docker and with MCP_BRIDGE_LINK=stdio; calls, output and
+// proxied requests work over each.
+func TestLinkTransport(t *testing.T) {
+	requirePodman(t)
+	const probe = "import os, stat, sys\nL = sys.modules['mcp.runtime'].LINK\n" +
+		"print(stat.S_ISSOCK(os.fstat(L._wfd).st_mode), stat.S_ISSOCK(os.fstat(L._r).st_mode), type(await runtime.list_servers()).__name__)"
+	socket := testRuntime() != "docker"
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"auto", nil, socket},
+		{"stdio", map[string]string{"MCP_BRIDGE_LINK": "stdio"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := startBridge(t, c.env)
+			want := fmt.Sprintf("%v %v tuple", pyBool(c.want), pyBool(c.want))
+			b.expectText(probe, want, false)
+			b.expectText("print('again')", "again", false)
+		})
+	}
+}
+
+func pyBool(v bool) string {
+	if v {
+		return "True"
+	}
+	return "False"
+}
+
 // TestPersistence checks that globals, imports, functions, classes and
 // /workspace files persist across calls of one session (SES-1).
 func TestPersistence(t *testing.T) {

@@ -838,7 +838,7 @@ print(json.dumps(out))`
 }
 
 // forgeFramesCode writes forged JSON-RPC frames to fd 1, fd 2 and every pipe
-// fd of the worker: call_tool requests for each of servers (tool counter,
+// and socket fd of the worker (the link is one of them): call_tool requests for each of servers (tool counter,
 // and add_tool for forged_tool), as requests and as notifications.
 const forgeFramesCode = `import json, os, stat
 def frame(obj):
@@ -847,7 +847,8 @@ def pipe_fds():
     fds = {1, 2}
     for name in os.listdir('/proc/self/fd'):
         try:
-            if stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+            mode = os.fstat(int(name)).st_mode
+            if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
                 fds.add(int(name))
         except (OSError, ValueError):
             pass
@@ -870,7 +871,7 @@ def forge(servers, tag):
 `
 
 // TestEscapeForgedFrames: user code that writes JSON-RPC frames to fd 1, fd
-// 2 and every pipe it holds, or calls the link object directly, cannot
+// 2 and every pipe and socket it holds, or calls the link object directly, cannot
 // reach a server outside the call's servers (LNK-3, PXY-7): the forged
 // requests of a not-granted server never run, which the server's counter
 // and tool list show later through a legitimate call. Forged replies to

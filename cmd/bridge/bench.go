@@ -108,6 +108,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	rep, err := bench.Run(ctx, bench.Options{
 		Bridge: self, Version: version, Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
+		SocketLink:  l.UsesSocketLink(),
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, Log: m.Stderr,
 	})
 	if err != nil {

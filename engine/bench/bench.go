@@ -31,6 +31,10 @@ type Options struct {
 	// its global flags and `run` with every production flag through the
 	// image, for the pipe floor and the cold-start parts.
 	ContainerArgv []string
+	// SocketLink: the bridge's sandboxes get their link as a socket on fd 3
+	// (podman --preserve-fds) instead of the CLI's stdio; the floor is then
+	// measured on both paths.
+	SocketLink bool
 	// RuntimeCLI is the container CLI (podman or docker), for machine info
 	// and container memory.
 	RuntimeCLI string

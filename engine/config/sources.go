@@ -155,27 +155,6 @@ func (l *loader) loadAgentFiles() {
 	}
 }
 
-// stampAgentFiles adds the agent files of o's sources to a Stamp.
-func stampAgentFiles(o Options, w func(format string, a ...any), stat func(path string)) {
-	for _, f := range agentFiles(o) {
-		w("agent %q ", f.path)
-		stat(f.path)
-		if !f.dir {
-			continue
-		}
-		des, err := os.ReadDir(f.path)
-		if err != nil {
-			continue
-		}
-		for _, de := range des {
-			if strings.HasSuffix(de.Name(), ".json") {
-				w("file %q ", de.Name())
-				stat(filepath.Join(f.path, de.Name()))
-			}
-		}
-	}
-}
-
 // agentServers returns the server objects of a decoded agent file, in
 // file order, converted to the mcpServers entry format. ok is false when
 // the file has none, which is no problem for an agent's file.

@@ -1,50 +1,135 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Stamp is a cheap fingerprint of the config sources (RLD-1): the dir's own
 // mtime, and the name, size, mode and mtime of each *.json in it, of
-// Extra and of the enabled agent config files, without reading any file. Equal stamps mean Load would read the
-// same files; take the stamp before calling Load, so a change that races
-// the load shows up at the next check.
-func Stamp(o Options) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "dir %q\n", o.Dir)
-	if o.Dir != "" {
-		stampPath(h, o.Dir)
-		if des, err := os.ReadDir(o.Dir); err != nil {
-			fmt.Fprintf(h, "list error %q\n", errText(err))
-		} else {
-			for _, de := range des { // ReadDir sorts by name
-				if strings.HasSuffix(de.Name(), ".json") {
-					fmt.Fprintf(h, "file %q ", de.Name())
-					stampPath(h, filepath.Join(o.Dir, de.Name()))
-				}
-			}
-		}
-	}
-	fmt.Fprintf(h, "extra %q ", o.Extra)
-	if o.Extra != "" {
-		stampPath(h, o.Extra)
-	}
-	stampAgentFiles(o, func(format string, a ...any) { fmt.Fprintf(h, format, a...) }, func(p string) { stampPath(h, p) })
-	return hex.EncodeToString(h.Sum(nil))
+// Extra and of the enabled agent config files, without reading any file.
+// Equal stamps mean Load would read the same files; take the stamp before
+// calling Load, so a change that races the load shows up at the next
+// check. It runs before every call, so it is built without fmt or hashing:
+// the stat syscalls are its whole cost. Stamp lists each dir afresh; a
+// Stamper lists a dir again only when the dir's stat changed.
+func Stamp(o Options) string { return new(Stamper).Stamp(o) }
+
+// Stamper takes Stamps, keeping the *.json names of each dir it listed.
+// Safe for concurrent use.
+type Stamper struct {
+	mu       sync.Mutex
+	listings map[string]listing
 }
 
-// stampPath writes what a stat of path (symlinks followed) shows.
-func stampPath(h hash.Hash, path string) {
+// listing is a dir's *.json names and the dir's stat when they were read.
+type listing struct {
+	size    int64
+	mtime   time.Time
+	mode    fs.FileMode
+	names   []string
+	trusted bool // the dir's mtime was old enough when listed (see names)
+}
+
+// racyWindow: a listing is reused only when the dir's mtime was at least
+// this much older than the listing itself, so an entry added within the
+// filesystem's timestamp granularity of the last change (which may leave
+// the mtime unchanged) is never missed (git's "racy" index rule).
+const racyWindow = 2 * time.Second
+
+// Stamp is Stamp(o) with dir listings reused while their dir is unchanged.
+func (st *Stamper) Stamp(o Options) string {
+	s := stamper{st: st}
+	s.field("dir", o.Dir)
+	if o.Dir != "" {
+		if fi := s.stat(o.Dir); fi != nil {
+			s.jsonFiles(o.Dir, fi)
+		}
+	}
+	s.field("extra", o.Extra)
+	if o.Extra != "" {
+		s.stat(o.Extra)
+	}
+	for _, f := range agentFiles(o) {
+		s.field("agent", f.path)
+		if fi := s.stat(f.path); fi != nil && f.dir {
+			s.jsonFiles(f.path, fi)
+		}
+	}
+	return string(s.b)
+}
+
+// names returns the *.json names in dir (whose stat is fi), by name.
+func (st *Stamper) names(dir string, fi fs.FileInfo) ([]string, error) {
+	st.mu.Lock()
+	l, ok := st.listings[dir]
+	st.mu.Unlock()
+	if ok && l.trusted && l.size == fi.Size() && l.mtime.Equal(fi.ModTime()) && l.mode == fi.Mode() {
+		return l.names, nil
+	}
+	now := time.Now()
+	des, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	l = listing{size: fi.Size(), mtime: fi.ModTime(), mode: fi.Mode(), trusted: now.Sub(fi.ModTime()) > racyWindow}
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".json") {
+			l.names = append(l.names, de.Name())
+		}
+	}
+	st.mu.Lock()
+	if st.listings == nil {
+		st.listings = map[string]listing{}
+	}
+	st.listings[dir] = l
+	st.mu.Unlock()
+	return l.names, nil
+}
+
+// stamper accumulates a Stamp. Every field is length-prefixed, so no two
+// different sequences of fields give the same bytes.
+type stamper struct {
+	st *Stamper
+	b  []byte
+}
+
+func (s *stamper) field(tag, v string) {
+	s.b = append(s.b, tag...)
+	s.b = strconv.AppendInt(append(s.b, ' '), int64(len(v)), 10)
+	s.b = append(append(append(s.b, ':'), v...), '\n')
+}
+
+// stat adds what a stat of path (symlinks followed) shows; nil when the
+// stat failed.
+func (s *stamper) stat(path string) fs.FileInfo {
 	fi, err := os.Stat(path)
 	if err != nil {
-		fmt.Fprintf(h, "error %q\n", errText(err))
+		s.field("error", errText(err))
+		return nil
+	}
+	s.b = strconv.AppendInt(s.b, fi.Size(), 10)
+	s.b = strconv.AppendInt(append(s.b, ' '), fi.ModTime().UnixNano(), 10)
+	s.b = strconv.AppendUint(append(s.b, ' '), uint64(fi.Mode()), 10)
+	s.b = append(s.b, '\n')
+	return fi
+}
+
+// jsonFiles adds the name and stat of each *.json in dir (whose stat is
+// fi), by name.
+func (s *stamper) jsonFiles(dir string, fi fs.FileInfo) {
+	names, err := s.st.names(dir, fi)
+	if err != nil {
+		s.field("list error", errText(err))
 		return
 	}
-	fmt.Fprintf(h, "%d %d %v\n", fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
+	for _, name := range names {
+		s.field("file", name)
+		s.stat(filepath.Join(dir, name))
+	}
 }

@@ -11,6 +11,11 @@ import (
 // changes when a config file is added, modified (size or mtime), or
 // removed, or when MCP_SERVERS_CONFIG changes.
 func TestStamp(t *testing.T) {
+	t.Run("Stamp", func(t *testing.T) { testStamp(t, Stamp) })
+	t.Run("Stamper", func(t *testing.T) { testStamp(t, new(Stamper).Stamp) })
+}
+
+func testStamp(t *testing.T, Stamp func(Options) string) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "mcps")
 	extra := filepath.Join(root, "extra.json")
@@ -84,5 +89,56 @@ func write(t *testing.T, path, content string, mtime time.Time) {
 	}
 	if err := os.Chtimes(path, mtime, mtime); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStamperListings checks when a Stamper reuses a dir's listing: only
+// while the dir's stat is unchanged and its mtime was older than
+// racyWindow when listed. An entry added in the same timestamp tick as
+// the listing (simulated by restoring the dir's mtime) is still seen while
+// the dir is recent; once the listing is trusted, only the dir's stat
+// decides.
+func TestStamperListings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "mcps")
+	mkdir(t, dir)
+	o := Options{Dir: dir}
+	addKeepingMtime := func(name string) {
+		t.Helper()
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, name), "{}", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+		if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var st Stamper
+	before := st.Stamp(o)
+	addKeepingMtime("a.json") // the dir is recent: its listing is not trusted
+	if got := st.Stamp(o); got == before || got != Stamp(o) {
+		t.Errorf("a file added to a recent dir without an mtime change was missed: %q", got)
+	}
+
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before = st.Stamp(o) // trusted listing
+	write(t, filepath.Join(dir, "b.json"), "{}", old)
+	if got := st.Stamp(o); got == before || got != Stamp(o) {
+		t.Errorf("a file added to an old dir was missed: %q", got)
+	}
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before = st.Stamp(o)
+	addKeepingMtime("c.json") // a change no stat of the dir shows: the listing is reused
+	if got := st.Stamp(o); got != before {
+		t.Errorf("a trusted listing was read again although the dir's stat is unchanged")
+	}
+	if Stamp(o) == before {
+		t.Errorf("a fresh Stamp missed c.json")
 	}
 }
