@@ -9,6 +9,7 @@ as mcp._capture and sets its hooks.
 import collections
 import io
 import os
+import select
 import threading
 import time
 
@@ -381,6 +382,11 @@ class Pump:
 
     sync() writes a marker through the same pipe and waits until the pump
     has read it, so everything written before the call ended is captured.
+    It returns at once when there is nothing to wait for: the pipe is empty
+    and the pump holds nothing it read. The pump marks itself busy before
+    each read (on its own thread, under the GIL, after poll said the pipe is
+    readable) and idle only once what it read is emitted, so data is always
+    in the pipe or in a busy pump until it reached the capture.
     """
 
     MARK = b"\x00bridge-sync\x00"
@@ -390,9 +396,14 @@ class Pump:
         self._capture = capture
         self._synced = threading.Event()
         self._decoder = None
+        self._busy = True  # until the pump thread first waits
+        self._idle_poll = select.poll()  # sync's (a poll object serves one thread)
+        self._idle_poll.register(fd, select.POLLIN)
         threading.Thread(target=self._run, name="fd-pump", daemon=True).start()
 
     def sync(self, timeout=0.5):
+        if not self._idle_poll.poll(0) and not self._busy:
+            return
         self._synced.clear()
         try:
             os.write(1, self.MARK)
@@ -404,7 +415,17 @@ class Pump:
         import codecs
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         pending = b""
+        readable = select.poll()
+        readable.register(self._fd, select.POLLIN)
         while True:
+            # A partial marker, or a partial UTF-8 sequence in the decoder,
+            # is held, not emitted yet.
+            self._busy = bool(pending) or bool(decoder.getstate()[0])
+            try:
+                readable.poll()
+            except InterruptedError:
+                continue
+            self._busy = True
             try:
                 data = os.read(self._fd, 65536)
             except InterruptedError:

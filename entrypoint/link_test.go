@@ -411,3 +411,28 @@ func testBoxSavedToolsInExecFrame(t *testing.T, link string) {
 		}
 	}
 }
+
+// TestBoxFdOutputCaptured: OS-level writes to fds 1 and 2 reach the call's
+// output before its reply, including bytes the pump holds back (a partial
+// sync marker, a partial UTF-8 sequence), so the skipped sync of an idle
+// pump never loses them.
+func TestBoxFdOutputCaptured(t *testing.T) { forEachLink(t, testBoxFdOutputCaptured) }
+
+func testBoxFdOutputCaptured(t *testing.T, link string) {
+	b := startBox(t, link)
+	b.next(30 * time.Second) // ready
+	cases := []struct{ code, want string }{
+		{"print('quiet')", "quiet\n"},
+		{"import os\nos.write(1, b'fd one\\n')\nos.system('echo from shell')", "fd one\nfrom shell\n"},
+		{"import os\nos.write(2, b'ends with a nul\\x00')", "ends with a nul\x00"},
+		{"import os\nos.write(1, b'half \\xc3')", "half \ufffd"},
+		{"pass", ""},
+	}
+	for i, c := range cases {
+		b.send(execFrame(i+1, c.code))
+		reply, out := b.serve(i+1, 30*time.Second)
+		if outcome(reply) != "ok" || out != c.want {
+			t.Errorf("%q: %v, output %q, want %q", c.code, reply, out, c.want)
+		}
+	}
+}
