@@ -6,38 +6,18 @@ import (
 	"sync"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/alias"
+	"github.com/bridge-mcp/bridge/protocol/schema"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
-
-// CatalogFuncs are the pure helpers the engine injects: actors cannot import
-// the engine's packages (imports flow engine → actors).
-type CatalogFuncs struct {
-	ServerAliases func(names []string) []string
-	ToolAliases   func(names []string) []string
-	// Index builds a search over docs and returns a function ranking them
-	// for a query: positions in docs, best first.
-	Index   func(docs []SearchDoc) func(query string, limit int) []int
-	Suggest func(name string, candidates []string, n int) []string
-	// Validator compiles a tool's input schema; a nil function with a nil
-	// error means the schema does not compile and is skipped (PXY-6).
-	Validator func(schema json.RawMessage) func(args json.RawMessage) error
-	// Signature renders a tool's Python-style signature for error messages.
-	Signature func(alias string, schema json.RawMessage) string
-}
-
-// SearchDoc is one searchable tool.
-type SearchDoc struct {
-	Server, ServerAlias, Tool, ToolAlias, Description string
-}
 
 // Catalog is an immutable snapshot of every discovered server, replaced
 // whole on every change (SUP-1).
 type Catalog struct {
 	Servers []*CatalogServer
 	byName  map[string]*CatalogServer
-	docs    []SearchDoc
-	refs    []toolRef // parallel to docs
-	search  func(query string, limit int) []int
-	funcs   *CatalogFuncs
+	refs    []toolRef // parallel to the index's docs
+	index   *search.Index
 	policy  *Policy // nil: no policy file
 }
 
@@ -61,7 +41,7 @@ type CatalogServer struct {
 
 // newCatalogServer is a server with its tool aliases (ALS-2); known says
 // whether tools is its real list or it is not known yet.
-func newCatalogServer(spec ServerSpec, client *Client, tools []ToolInfo, known bool, funcs *CatalogFuncs) *CatalogServer {
+func newCatalogServer(spec ServerSpec, client *Client, tools []ToolInfo, known bool) *CatalogServer {
 	cs := &CatalogServer{Spec: spec, Client: client, Known: known}
 	if !known {
 		return cs
@@ -70,32 +50,44 @@ func newCatalogServer(spec ServerSpec, client *Client, tools []ToolInfo, known b
 	for i, t := range tools {
 		names[i] = t.Name
 	}
-	cs.Tools, cs.Aliases = tools, funcs.ToolAliases(names)
+	cs.Tools, cs.Aliases = tools, alias.Tools(names)
 	return cs
 }
 
 // buildCatalog computes aliases and the search index for servers in config
 // order. tools holds each server's latest known tool list.
-func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[string][]ToolInfo, funcs *CatalogFuncs) *Catalog {
-	c := &Catalog{byName: map[string]*CatalogServer{}, funcs: funcs}
+func buildCatalog(specs []ServerSpec, clients map[string]*Client, tools map[string][]ToolInfo) *Catalog {
+	c := &Catalog{byName: map[string]*CatalogServer{}}
 	names := make([]string, len(specs))
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	aliases := funcs.ServerAliases(names)
+	aliases := alias.Servers(names)
+	var docs []search.Doc
 	for i, spec := range specs {
 		spec.Alias = aliases[i]
 		ts, known := tools[spec.Name]
-		cs := newCatalogServer(spec, clients[spec.Name], ts, known, funcs)
+		cs := newCatalogServer(spec, clients[spec.Name], ts, known)
 		for j, t := range cs.Tools {
-			c.docs = append(c.docs, SearchDoc{Server: spec.Name, ServerAlias: spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[j], Description: t.Description})
+			docs = append(docs, search.Doc{Server: spec.Name, ServerAlias: spec.Alias, Tool: t.Name, ToolAlias: cs.Aliases[j], Description: t.Description})
 			c.refs = append(c.refs, toolRef{cs, j})
 		}
 		c.Servers = append(c.Servers, cs)
 		c.byName[spec.Name] = cs
 	}
-	c.search = funcs.Index(c.docs)
+	c.index = search.NewIndex(docs)
 	return c
+}
+
+// search returns the positions in refs of the tools best matching query,
+// best first.
+func (c *Catalog) search(query string, limit int) []int {
+	hits := c.index.Search(query, limit)
+	out := make([]int, len(hits))
+	for i, h := range hits {
+		out[i] = h.Doc
+	}
+	return out
 }
 
 // policyMaxCalls is the policy's cap on tool calls per execution, 0 for none.
@@ -153,11 +145,11 @@ func (cs *CatalogServer) protocolServer() protocol.Server {
 
 // validate checks args against the tool's input schema; the compiled
 // validator is cached per tool.
-func (cs *CatalogServer) validate(funcs *CatalogFuncs, tool int, args json.RawMessage) error {
+func (cs *CatalogServer) validate(tool int, args json.RawMessage) error {
 	name := cs.Tools[tool].Name
 	v, ok := cs.validators.Load(name)
 	if !ok {
-		v, _ = cs.validators.LoadOrStore(name, funcs.Validator(cs.Tools[tool].InputSchema))
+		v, _ = cs.validators.LoadOrStore(name, schema.Compile(cs.Tools[tool].InputSchema))
 	}
 	if fn, _ := v.(func(json.RawMessage) error); fn != nil {
 		return fn(args)

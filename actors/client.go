@@ -93,6 +93,15 @@ type Client struct {
 	// manager (retire) before it removes the actor's supervisor, read by
 	// callers whose call fails; Serve never touches it.
 	removed atomic.Value // string
+	// after, when set, is the stopped channel of the client this one
+	// replaces (same name, stopping after a reload): no server process
+	// starts before the old one is dead. Set by Servers before Serve runs.
+	after <-chan struct{}
+	// stopped is closed when a run ends because its context ended (a
+	// removal or the bridge's stop), once the server process is dead and
+	// after has closed (or 10 s passed).
+	stopped  chan struct{}
+	stopOnce sync.Once
 
 	// Owned by the Serve goroutine. reset clears what one run leaves behind,
 	// so a run after a panic starts from no connection and no waiters.
@@ -133,9 +142,10 @@ const (
 func NewClient(spec ServerSpec, deps *ClientDeps) *Client {
 	return &Client{
 		spec: spec, deps: deps,
-		log:    deps.Log.With().Str("actor", "client").Str("server", spec.Name).Logger(),
-		uses:   make(chan chan useReply),
-		events: make(chan clientEvent, 8),
+		log:     deps.Log.With().Str("actor", "client").Str("server", spec.Name).Logger(),
+		uses:    make(chan chan useReply),
+		events:  make(chan clientEvent, 8),
+		stopped: make(chan struct{}),
 	}
 }
 
@@ -272,6 +282,14 @@ func (c *Client) Serve(ctx context.Context) error {
 			w <- useReply{err: why}
 		}
 		c.reset()
+		if ctx.Err() != nil {
+			// A successor must also wait for the process this one waited
+			// for (removed again before its predecessor died).
+			if c.after != nil {
+				waitClosed(c.after, 10*time.Second)
+			}
+			c.stopOnce.Do(func() { close(c.stopped) })
+		}
 	}()
 	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
 		c.tools = tools
@@ -427,6 +445,13 @@ func (c *Client) maybeStart(ctx context.Context) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		if c.after != nil {
+			select {
+			case <-c.after:
+			case <-ctx.Done():
+				return // Serve is ending and takes no event
+			}
+		}
 		conn, tools, err := c.connect(ctx)
 		ev := clientEvent{kind: evStarted, conn: conn, tools: tools}
 		if err != nil {

@@ -90,15 +90,7 @@ func TestClientRestartsCleanAfterPanic(t *testing.T) {
 // is a server error; only the bridge's own deadline is a timeout (issue 14).
 func TestToolErrorTextIsNotTimeout(t *testing.T) {
 	c := startClient(t, fakeHTTPServer(t), func(string, string, []ToolInfo) {})
-	funcs := &CatalogFuncs{
-		ServerAliases: func(n []string) []string { return n },
-		ToolAliases:   func(n []string) []string { return n },
-		Index:         func([]SearchDoc) func(string, int) []int { return func(string, int) []int { return nil } },
-		Suggest:       func(string, []string, int) []string { return nil },
-		Validator:     func(json.RawMessage) func(json.RawMessage) error { return nil },
-		Signature:     func(string, json.RawMessage) string { return "" },
-	}
-	r := NewRouter(funcs)
+	r := NewRouter()
 	r.CallTimeout = 5 * time.Second
 	r.Log = zerolog.Nop()
 	sup := quietSupervisor("router-test")
@@ -110,7 +102,7 @@ func TestToolErrorTextIsNotTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetCatalog(buildCatalog([]ServerSpec{c.Spec()}, map[string]*Client{"fake": c}, map[string][]ToolInfo{"fake": tools}, funcs))
+	r.SetCatalog(buildCatalog([]ServerSpec{c.Spec()}, map[string]*Client{"fake": c}, map[string][]ToolInfo{"fake": tools}))
 	scope := Scope{Servers: []string{"fake"}}
 	for _, tc := range []struct {
 		tool    string

@@ -1,8 +1,10 @@
 // Package actors is the bridge's running part: one suture service per
 // concern, each owning its state and reached only through its methods
 // (which send it a message) or immutable snapshots. The engine builds and
-// wires them; actors import protocol (the sandbox link's frames) and
-// protocol/result (a run's outcome), never the engine.
+// wires them; actors import protocol (the sandbox link's frames),
+// protocol/result (a run's outcome) and the pure libraries under protocol
+// (alias, search, schema: the catalog's aliases, search and argument
+// checks), never the engine.
 //
 // # Supervision tree
 //
@@ -50,7 +52,8 @@
 //	Session   → Sessions.takeSpare (spares: reply chan *sandbox)
 //	Reaper    → Sessions.Tick → Session control (1-buffered, drops when full)
 //	Sessions  → Session control{evict} (reply chan bool)
-//	Servers   → Client.retire, then removes its supervisor (RLD-3)
+//	Servers   → Client.retire, then removes its supervisor (RLD-3) without
+//	            waiting: the servers supervisor waits for it at shutdown
 //
 // # Who owns what
 //
@@ -60,9 +63,13 @@
 //   - Router: the current *Catalog. A catalog is immutable once published;
 //     requests read a snapshot.
 //   - Servers: the configuration, the policy, the live servers and their
-//     tools. Its mailbox is shared with the clients under mu.
+//     tools, the removed clients still stopping. Its mailbox is shared with
+//     the clients under mu.
 //   - Client: the connection, the waiters of a start, the backoff. Serve
 //     resets them on every run, so a restart after a panic starts clean.
+//     Client.after is set by Servers before the client runs: a client
+//     replacing one of the same name starts no process before the old
+//     one's is dead (Client.stopped).
 //     Client.removed is written by Servers (retire) and read by callers;
 //     serverConn.inflight is written by callers and read by Serve.
 //   - Sessions: the live sessions, the spare, the names' loss reasons.

@@ -13,5 +13,8 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == WatchParentArg {
 		os.Exit(RunParentWatcher(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == stubbornServerArg {
+		os.Exit(runStubbornServer())
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/schema"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // boxHandler answers one box→host request of the call scope belongs to.
@@ -170,7 +172,7 @@ func (r *Router) suggestTools(ctx context.Context, cat *Catalog, scope Scope, pa
 	}
 	sugg := []string{}
 	if s := cat.Server(p.Server); s != nil {
-		sugg = append(sugg, cat.funcs.Suggest(p.Name, s.Aliases, 3)...)
+		sugg = append(sugg, search.Suggest(p.Name, s.Aliases, 3)...)
 	}
 	return map[string]any{"suggestions": sugg}, nil
 }
@@ -271,7 +273,7 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
 		tools[UserToolsServer] = userTools
 	}
-	return r.searchResults(buildCatalog(specs, clients, tools, cat.funcs), query, limit, detail, warnings)
+	return r.searchResults(buildCatalog(specs, clients, tools), query, limit, detail, warnings)
 }
 
 func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
@@ -323,7 +325,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		for j, t := range s.Tools {
 			names[j] = t.Name
 		}
-		if sugg := cat.funcs.Suggest(p.Tool, names, 3); len(sugg) > 0 {
+		if sugg := search.Suggest(p.Tool, names, 3); len(sugg) > 0 {
 			msg += " Did you mean: " + strings.Join(sugg, ", ") + "?"
 		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
@@ -337,9 +339,9 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Msg(msg)
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
 	}
-	if err := s.validate(cat.funcs, i, args); err != nil {
+	if err := s.validate(i, args); err != nil {
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
-			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, cat.funcs.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
+			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, schema.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
 	}
 	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
 	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // Scope is the call a sandbox request belongs to: the session, the call
@@ -77,7 +78,7 @@ func (r *Router) unknownServer(cat *Catalog, name string) string {
 	msg := "Unknown MCP server: " + name
 	names := cat.Names()
 	sep := ". "
-	if s := cat.funcs.Suggest(name, names, 1); len(s) > 0 {
+	if s := search.Suggest(name, names, 1); len(s) > 0 {
 		msg += fmt.Sprintf("; did you mean '%s'?", s[0])
 		sep = " "
 	}
@@ -103,11 +104,11 @@ func (r *Router) unknownServer(cat *Catalog, name string) string {
 }
 
 // NewRouter returns a router with an empty catalog.
-func NewRouter(funcs *CatalogFuncs) *Router {
+func NewRouter() *Router {
 	return &Router{
 		catalogs:  make(chan *Catalog, 1),
 		snapshots: make(chan chan *Catalog),
-		catalog:   buildCatalog(nil, nil, nil, funcs),
+		catalog:   buildCatalog(nil, nil, nil),
 	}
 }
 
@@ -191,7 +192,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 			s := cat.Server(n)
 			tools, err := s.Client.Ready(ctx)
 			errs[i] = err
-			out[i] = newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs).protocolServer()
+			out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()
 		}()
 	}
 	wg.Wait()
@@ -228,7 +229,7 @@ func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name stri
 	if err != nil {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}
-	return newCatalogServer(s.Spec, s.Client, tools, true, cat.funcs), nil
+	return newCatalogServer(s.Spec, s.Client, tools, true), nil
 }
 
 func contains(list []string, s string) bool {

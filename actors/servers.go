@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/thejerf/suture/v4"
@@ -16,7 +15,6 @@ import (
 // catalog whenever the configuration or a tool list changes.
 type Servers struct {
 	deps   *ClientDeps
-	funcs  *CatalogFuncs
 	router *Router
 	spec   func(name string) suture.Spec
 	log    zerolog.Logger
@@ -33,6 +31,9 @@ type Servers struct {
 	live    *serviceMap[string, *liveServer]
 	tools   map[string][]ToolInfo
 	pending map[string][]ToolInfo // tool updates applied at the next rebuild
+	// stopping are removed clients whose process may still be dying, by
+	// name: a client added under the same name starts after it (after).
+	stopping map[string]*Client
 }
 
 type toolsUpdate struct {
@@ -61,15 +62,16 @@ func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) =
 
 // NewServers returns the manager; sup is the servers supervisor, which also
 // hosts the manager itself. spec builds each server's own supervisor spec.
-func NewServers(sup *suture.Supervisor, deps *ClientDeps, funcs *CatalogFuncs, router *Router, spec func(string) suture.Spec) *Servers {
+func NewServers(sup *suture.Supervisor, deps *ClientDeps, router *Router, spec func(string) suture.Spec) *Servers {
 	m := &Servers{
-		deps: deps, funcs: funcs, router: router, spec: spec,
-		log:     deps.Log.With().Str("actor", "servers").Logger(),
-		applies: make(chan applyReq),
-		ping:    make(chan struct{}, 1),
-		mailbox: map[string]toolsUpdate{},
-		live:    newServiceMap[string, *liveServer](sup),
-		tools:   map[string][]ToolInfo{},
+		deps: deps, router: router, spec: spec,
+		log:      deps.Log.With().Str("actor", "servers").Logger(),
+		applies:  make(chan applyReq),
+		ping:     make(chan struct{}, 1),
+		mailbox:  map[string]toolsUpdate{},
+		live:     newServiceMap[string, *liveServer](sup),
+		tools:    map[string][]ToolInfo{},
+		stopping: map[string]*Client{},
 	}
 	deps.OnTools = m.onTools
 	return m
@@ -165,6 +167,9 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 			d.Added = append(d.Added, s.Name)
 		}
 		c := NewClient(s, m.deps)
+		if old, ok := m.stopping[s.Name]; ok {
+			c.after = old.stopped
+		}
 		sup := suture.New("server:"+s.Name, m.spec("server:"+s.Name))
 		sup.Add(c)
 		m.live.Add(s.Name, &liveServer{spec: s, client: c}, sup)
@@ -173,6 +178,13 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 		}
 	}
 	m.specs = specs
+	for name, old := range m.stopping {
+		select {
+		case <-old.stopped:
+			delete(m.stopping, name)
+		default:
+		}
+	}
 	if !d.Empty() {
 		m.log.Info().Strs("added", d.Added).Strs("removed", d.Removed).Strs("changed", d.Changed).Msg("servers reloaded")
 	}
@@ -180,11 +192,16 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 }
 
 // stop ends a server and forgets its tools; why is what its in-flight
-// calls report (RLD-3).
+// calls report (RLD-3). It does not wait for the server's process: a
+// process slow to die must not stall other reloads or the catalog. The
+// servers supervisor owns the stopping client and waits for it when it
+// stops itself (Spec.Timeout); a client added under the same name starts
+// its process only after this one's is dead (stopping).
 func (m *Servers) stop(name string, ls *liveServer, why string) {
 	ls.client.retire(why)
 	delete(m.tools, name)
-	if err := m.live.RemoveAndWait(name, 10*time.Second); err != nil {
+	m.stopping[name] = ls.client
+	if err := m.live.Remove(name); err != nil {
 		m.log.Warn().Err(err).Str("server", name).Msg("stopping server")
 	}
 }
@@ -193,7 +210,7 @@ func (m *Servers) stop(name string, ls *liveServer, why string) {
 func (m *Servers) publish() {
 	clients := map[string]*Client{}
 	m.live.Each(func(name string, ls *liveServer) { clients[name] = ls.client })
-	c := buildCatalog(m.specs, clients, m.tools, m.funcs)
+	c := buildCatalog(m.specs, clients, m.tools)
 	c.policy = m.policy
 	m.router.SetCatalog(c)
 }

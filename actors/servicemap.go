@@ -1,10 +1,6 @@
 package actors
 
-import (
-	"time"
-
-	"github.com/thejerf/suture/v4"
-)
+import "github.com/thejerf/suture/v4"
 
 // serviceMap is a keyed set of live children under one supervisor (the
 // model is syncthing's serviceMap): adding a key adds its service to the
@@ -54,15 +50,4 @@ func (m *serviceMap[K, V]) Remove(k K) error {
 	delete(m.items, k)
 	delete(m.tokens, k)
 	return m.sup.Remove(tok)
-}
-
-// RemoveAndWait forgets k and stops its service, waiting up to timeout.
-func (m *serviceMap[K, V]) RemoveAndWait(k K, timeout time.Duration) error {
-	tok, ok := m.tokens[k]
-	if !ok {
-		return nil
-	}
-	delete(m.items, k)
-	delete(m.tokens, k)
-	return m.sup.RemoveAndWait(tok, timeout)
 }

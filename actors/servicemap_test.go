@@ -27,13 +27,13 @@ func TestServiceMapRemoveStopsChild(t *testing.T) {
 	if got, want := m.Len(), 2; got != want {
 		t.Fatalf("len %d, want %d", got, want)
 	}
-	if err := m.RemoveAndWait("a", 5*time.Second); err != nil {
+	if err := m.Remove("a"); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-a.stopped:
-	default:
-		t.Fatal("a still running after RemoveAndWait")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a still running 5 s after Remove")
 	}
 	if _, ok := m.Get("a"); ok {
 		t.Error("a still in the map")

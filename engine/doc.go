@@ -3,7 +3,23 @@
 // host-side parts they need through the interfaces actors declare.
 //
 // Imports flow cmd → engine → actors → protocol; nothing below imports the
-// engine.
+// engine, and protocol and its sub-packages import neither the engine nor
+// the actors.
+//
+// # Where things live
+//
+//   - cmd/bridge: the CLI (bridge run, exec, doctor, bench, image).
+//   - engine: the wiring (this package) and the host parts the actors use.
+//   - actors: the running services, each owning its state.
+//   - protocol: the wire types of the host↔sandbox link; protocol/result is
+//     a run's outcome.
+//   - Pure libraries the actors use, under protocol: alias (server and tool
+//     aliases), search (BM25 and fuzzy tool search, "Did you mean"), schema
+//     (input-schema validation and Python-style signatures).
+//   - Libraries only the engine and cmd use, under engine: config, store,
+//     toon, render (below).
+//   - Tools behind subcommands, under engine: bench, image (below).
+//   - entrypoint: the Python that runs inside the sandbox.
 //
 // # The engine's own files
 //
@@ -14,18 +30,17 @@
 //     container.go (the run argv), runtime.go (runtime resolution and
 //     facts), seccomp.go, idmap.go, mounts.go, owner.go, rundir.go,
 //     spill.go, sweep.go (what dead bridges left), proc.go (/proc).
-//   - The servers' host parts: servers.go (what the servers actors get
-//     from the engine), catalogstore.go (actors.CatalogStore on disk),
-//     schema.go (input schemas and signatures), children.go
+//   - The servers' host parts: servers.go (server specs from the config),
+//     catalogstore.go (actors.CatalogStore on disk), children.go
 //     (actors.ChildRegistry on disk), policy.go (the policy file).
 //   - The run_python tool entry: tool.go, inventory.go.
 //
 // # Sub-packages
 //
-// Libraries, which import only protocol, protocol/result or each other,
-// never the engine or the actors: config (server config files and aliases), search (BM25
-// and fuzzy tool search), store (memory and saved tools on disk), toon
-// (the TOON encoding), render (a run's result as an MCP tool result).
+// Libraries, which import only protocol, its sub-packages or each other,
+// never the engine or the actors: config (server config files), store
+// (memory and saved tools on disk), toon (the TOON encoding), render (a
+// run's result as an MCP tool result).
 //
 // Standalone tools behind bridge subcommands: bench (bridge bench), image
 // (bridge image build).

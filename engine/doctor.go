@@ -13,7 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
-	"github.com/bridge-mcp/bridge/engine/search"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // Check is one line of `bridge doctor`.

@@ -200,3 +200,10 @@ func pythonAtLeast311(v string) bool {
 	}
 	return a > 3 || (a == 3 && b >= 11)
 }
+
+// lastLine is the last non-blank line of a command's stderr, where Python
+// puts a traceback's error.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
+}

@@ -56,8 +56,7 @@ type Engine struct {
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
 	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv}
 	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
-	funcs := catalogFuncs()
-	e.router = actors.NewRouter(funcs)
+	e.router = actors.NewRouter()
 	e.router.MaxFrame = env.MaxFrameBytes
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
@@ -72,7 +71,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
 	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
 	e.serversSup = suture.New("servers", e.spec())
-	e.servers = actors.NewServers(e.serversSup, e.clientDeps(), funcs, e.router, func(string) suture.Spec { return e.spec() })
+	e.servers = actors.NewServers(e.serversSup, e.clientDeps(), e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
 		Stamp: func() string {

@@ -17,6 +17,49 @@ diag = print  # the worker's _diag: reports an error on the container's stderr
 route = None  # jobs.route(stream, text): True when a background job took the text
 
 
+class SpillFile:
+    """One saved output file, as a call's capture and a background job's
+    write it: text in order, each switch of stream marked with a "stream:"
+    line, at most cap characters in all. A write that fails or reaches the
+    cap closes the file and returns the reason; nothing is written after
+    that. flush=True flushes every write, for files read while they grow."""
+
+    def __init__(self, path, cap, flush=False):
+        self.path = path
+        self.cap = cap
+        self.flush = flush
+        self.file = open(path, "w", encoding="utf-8", errors="replace")
+        self.written = 0
+        self.stream = "stdout"
+        self.last = "\n"
+
+    def write(self, stream, text):
+        """Appends text from stream; None, or why the file is now closed."""
+        try:
+            if stream != self.stream:
+                text = ("" if self.last in ("\n", "") else "\n") + stream + ":\n" + text
+                self.stream = stream
+            room = self.cap - self.written
+            if len(text) > room:
+                self.file.write(text[:max(room, 0)])
+                raise OSError("the saved output is capped at %d MiB" % (self.cap >> 20))
+            self.file.write(text)
+            if self.flush:
+                self.file.flush()
+            self.written += len(text)
+            self.last = text[-1:]
+            return None
+        except OSError as e:
+            self.close()
+            return e.strerror or str(e)
+
+    def close(self):
+        try:
+            self.file.close()
+        except OSError:
+            pass
+
+
 class Capture:
     """Collects one call's output: the head is streamed to the host as it
     comes, the tail is kept in a ring and sent when the call ends, and once
@@ -56,10 +99,9 @@ class Capture:
             self.cut_stream = None
             self.dropped = 0
             self.memlog = []
-            self.spill = None
+            self.spill = None  # a SpillFile once the output passed the cap
             self.spill_path = None
             self.spill_error = None
-            self.spill_stream = "stdout"
             self.progress = False
             self.preview_dirty = False
             self.preview_at = 0.0
@@ -134,8 +176,7 @@ class Capture:
         try:
             os.makedirs(self.SPILL_DIR, exist_ok=True)
             _prune(self.SPILL_DIR, self.KEEP_FILES - 1, self.SPILL_BUDGET - self.SPILL_CAP)
-            self.spill = open(self.spill_path, "w", encoding="utf-8", errors="replace")
-            self.spill_bytes = 0
+            self.spill = SpillFile(self.spill_path, self.SPILL_CAP)
         except OSError as e:
             self.spill_error = e.strerror or str(e)
             return
@@ -144,27 +185,9 @@ class Capture:
             self._spill_write(stream, text)
 
     def _spill_write(self, stream, text):
-        try:
-            if stream != self.spill_stream:
-                self.spill.write(("" if self._spill_at_line_start() else "\n") + stream + ":\n")
-                self.spill_stream = stream
-            room = self.SPILL_CAP - self.spill_bytes
-            if len(text) > room:
-                self.spill.write(text[:max(room, 0)])
-                raise OSError("the saved output is capped at %d MiB" % (self.SPILL_CAP >> 20))
-            self.spill.write(text)
-            self.spill_bytes += len(text)
-            self._spill_last = text[-1:]
-        except OSError as e:
-            self.spill_error = e.strerror or str(e)
-            try:
-                self.spill.close()
-            except OSError:
-                pass
+        self.spill_error = self.spill.write(stream, text)
+        if self.spill_error is not None:
             self.spill = None
-
-    def _spill_at_line_start(self):
-        return getattr(self, "_spill_last", "\n") in ("\n", "")
 
     def _flush(self, out=None):
         """Sends the pending output, or appends its frames to out."""
@@ -241,10 +264,7 @@ class Capture:
                 self.pending.append((stream, data.decode("utf-8")))
             self._flush(out)
             if self.spill is not None:
-                try:
-                    self.spill.close()
-                except OSError:
-                    pass
+                self.spill.close()
             total = self.total
             self.call = None
             self.memlog = []

@@ -64,11 +64,8 @@ class _Output:
         self.lock = threading.Lock()
         self.total = 0
         self.log = []  # everything, while total <= limit
-        self.spill = None
-        self.spill_bytes = 0
+        self.spill = None  # a capture SpillFile once the output passed the cap
         self.spill_error = None
-        self.spill_stream = "stdout"
-        self.spill_last = "\n"
         self._reset()
 
     def _reset(self):
@@ -118,7 +115,7 @@ class _Output:
                 return
             try:
                 os.makedirs(SPILL_DIR, exist_ok=True)
-                self.spill = open(self.path, "w", encoding="utf-8", errors="replace")
+                self.spill = _capture().SpillFile(self.path, SPILL_CAP, flush=True)
             except OSError as e:
                 self.spill_error = e.strerror or str(e)
                 self.log = []
@@ -130,25 +127,8 @@ class _Output:
             self._spill_write(stream, text)
 
     def _spill_write(self, stream, text):
-        try:
-            if stream != self.spill_stream:
-                # Stream switches are marked as in the call spill files.
-                text = ("" if self.spill_last == "\n" else "\n") + stream + ":\n" + text
-                self.spill_stream = stream
-            room = SPILL_CAP - self.spill_bytes
-            if len(text) > room:
-                self.spill.write(text[:max(room, 0)])
-                raise OSError("the saved output is capped at %d MiB" % (SPILL_CAP >> 20))
-            self.spill.write(text)
-            self.spill.flush()
-            self.spill_bytes += len(text)
-            self.spill_last = text[-1:]
-        except OSError as e:
-            self.spill_error = e.strerror or str(e)
-            try:
-                self.spill.close()
-            except OSError:
-                pass
+        self.spill_error = self.spill.write(stream, text)
+        if self.spill_error is not None:
             self.spill = None
 
     def drain(self):
@@ -169,10 +149,7 @@ class _Output:
     def close(self):
         with self.lock:
             if self.spill is not None:
-                try:
-                    self.spill.close()
-                except OSError:
-                    pass
+                self.spill.close()
 
 
 class Job:

@@ -30,5 +30,12 @@
 // Errors carry data.kind (ErrorData; LNK-6). Frames over the link's cap are
 // refused (LNK-4); stream.go reads lines with that cap.
 //
-// The run's outcome as it leaves the actors is protocol/result.
+// # Sub-packages
+//
+// The run's outcome as it leaves the actors is protocol/result. The pure
+// libraries the actors use live beside it, so the actors need not import
+// the engine: alias (server and tool aliases, §9.3), search (tool search
+// and "Did you mean" suggestions, §9.5) and schema (input-schema checks and
+// Python-style signatures, PXY-6). Like this package, they import no other
+// part of the bridge.
 package protocol

@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/engine"
-	"github.com/bridge-mcp/bridge/engine/search"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // version and commit are set with -ldflags "-X main.version=... -X main.commit=...".

@@ -7,7 +7,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/engine/image"
-	"github.com/bridge-mcp/bridge/engine/search"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // imageCmd builds the sandbox image.

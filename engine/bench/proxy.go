@@ -10,7 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/bridge-mcp/bridge/engine/search"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // proxyFigures measures a bridge that proxies the bench server with 1,000

@@ -10,7 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/bridge-mcp/bridge/engine/search"
+	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
 // ServeEchoServer serves a stdio MCP server with `echo` and `sleep` tools

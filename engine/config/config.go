@@ -4,7 +4,7 @@
 // the enabled sources (sources.go), in that precedence. A malformed file or entry is
 // skipped with a Problem and everything else loads (CFG-1). The package also
 // fingerprints the sources for reload checks (RLD-1), builds a stdio child's
-// environment (ENV-1) and computes server and tool aliases (§9.3).
+// environment (ENV-1). Server and tool aliases (§9.3) are protocol/alias's.
 //
 // Load and Stamp only read the file system, so they are safe for concurrent
 // use. The package imports only the standard library, so any layer may use

@@ -1,4 +1,4 @@
-package engine
+package schema
 
 import (
 	"encoding/json"
@@ -65,4 +65,34 @@ func splitParams(s string) []string {
 		}
 	}
 	return out
+}
+
+// TestCompile checks PXY-6: arguments are checked against a schema that
+// compiles, the error names the most specific problem, and a schema that
+// does not compile gives no validator.
+func TestCompile(t *testing.T) {
+	v := Compile(json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`))
+	if v == nil {
+		t.Fatal("Compile: nil validator for a valid schema")
+	}
+	for _, c := range []struct {
+		args string
+		want string // "" for valid
+	}{
+		{`{"path":"a"}`, ""},
+		{`{}`, "missing property 'path'"},
+		{`{"path":1}`, "want string"},
+		{`not json`, "arguments are not JSON"},
+	} {
+		err := v(json.RawMessage(c.args))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("validate(%s) = %v, want %q", c.args, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("validate(%s) = %q: more than one line", c.args, err)
+		}
+	}
+	if got := Compile(json.RawMessage(`{"type":12}`)); got != nil {
+		t.Error("Compile of a schema that does not compile: got a validator, want nil")
+	}
 }

@@ -1,4 +1,4 @@
-package config
+package alias
 
 import (
 	"slices"
@@ -32,8 +32,8 @@ func TestServerAliases(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := ServerAliases(c.in); !slices.Equal(got, c.want) {
-				t.Errorf("ServerAliases(%q) = %q, want %q", c.in, got, c.want)
+			if got := Servers(c.in); !slices.Equal(got, c.want) {
+				t.Errorf("Servers(%q) = %q, want %q", c.in, got, c.want)
 			}
 		})
 	}
@@ -57,8 +57,8 @@ func TestToolAliases(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := ToolAliases(c.in); !slices.Equal(got, c.want) {
-				t.Errorf("ToolAliases(%q) = %q, want %q", c.in, got, c.want)
+			if got := Tools(c.in); !slices.Equal(got, c.want) {
+				t.Errorf("Tools(%q) = %q, want %q", c.in, got, c.want)
 			}
 		})
 	}

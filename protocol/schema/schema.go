@@ -1,4 +1,7 @@
-package engine
+// Package schema checks a tool call's arguments against the tool's input
+// schema (PXY-6) and renders the tool's Python-style signature for "expected:"
+// error messages.
+package schema
 
 import (
 	"bytes"
@@ -9,9 +12,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// compileSchema compiles a tool's input schema; nil when it does not
-// compile (PXY-6 skips such schemas).
-func compileSchema(schema json.RawMessage) func(json.RawMessage) error {
+// Compile compiles a tool's input schema into a validator of arguments;
+// nil when the schema does not compile (PXY-6 skips such schemas).
+func Compile(schema json.RawMessage) func(json.RawMessage) error {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil

@@ -1,4 +1,6 @@
-package config
+// Package alias turns server and tool names into the Python identifiers the
+// sandbox's proxies use (SPEC §9.3, ALS-1..3). It depends only on the names.
+package alias
 
 import (
 	"regexp"
@@ -24,10 +26,10 @@ var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 // reservedTool is the proxy method name a tool alias may not take (ALS-2).
 const reservedTool = "list_tools"
 
-// ServerAliases returns the alias of each server name, in config order
+// Servers returns the alias of each server name, in config order
 // (ALS-1). Each alias is a unique Python identifier matching
 // ^[a-z_][a-z0-9_]*$ and no keyword, and depends only on names (ALS-3).
-func ServerAliases(names []string) []string {
+func Servers(names []string) []string {
 	bases := make([]string, len(names))
 	for i, n := range names {
 		bases[i] = baseAlias(n, "server")
@@ -35,10 +37,10 @@ func ServerAliases(names []string) []string {
 	return dedupe(bases)
 }
 
-// ToolAliases returns the alias of each tool name, in tools/list order
-// (ALS-2), with the rules of ServerAliases and fallback "tool". A tool whose
+// Tools returns the alias of each tool name, in tools/list order
+// (ALS-2), with the rules of Servers and fallback "tool". A tool whose
 // alias would be "list_tools" gets "list_tools_".
-func ToolAliases(names []string) []string {
+func Tools(names []string) []string {
 	bases := make([]string, len(names))
 	for i, n := range names {
 		if bases[i] = baseAlias(n, "tool"); bases[i] == reservedTool {
