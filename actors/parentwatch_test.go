@@ -86,15 +86,27 @@ func TestParentWatcherPassesExit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// SIGTERM is sent again until the watcher exits: one that lands
+		// before the watcher started its command has nothing to forward to.
+		var term <-chan time.Time
 		if c.signal {
-			time.Sleep(200 * time.Millisecond) // let the watcher start its command
-			p.signalGroup(syscall.SIGTERM)
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			term = tick.C
 		}
-		select {
-		case <-p.exited:
-		case <-time.After(10 * time.Second):
-			p.signalGroup(syscall.SIGKILL)
-			<-p.exited
+		deadline := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case <-p.exited:
+				break wait
+			case <-term:
+				p.signalGroup(syscall.SIGTERM)
+			case <-deadline:
+				p.signalGroup(syscall.SIGKILL)
+				<-p.exited
+				break wait
+			}
 		}
 		if got := p.code; got != c.want {
 			t.Errorf("%q under the watcher: exit %d, want %d", c.argv, got, c.want)
