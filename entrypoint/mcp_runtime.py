@@ -2,6 +2,11 @@
 
 LINK (the worker's frame link) and MANUAL are set by the worker before this
 module runs. Every failure raises MCPError, a RuntimeError subclass.
+
+It is over 500 lines on purpose: it is the module user code sees as
+`runtime`, so every documented name (runtime.__all__) is defined here,
+the memory and saved-tool helpers included. Its sections start with
+`# ---` headers.
 """
 import ast
 import base64

@@ -1,0 +1,227 @@
+"""The worker's link: JSON-RPC 2.0 with the host, one frame per line.
+
+The link is the socket the host handed the container, or its stdin and
+stdout; the worker holds private copies of their descriptors. The reader
+thread (read_loop) settles replies, queues exec frames for the main thread
+and hands interrupts to on_interrupt; any thread sends. fatal and error are
+the worker's (set when it loads this module).
+"""
+import asyncio
+import concurrent.futures
+import itertools
+import json
+import os
+import queue
+import signal
+import threading
+
+_SIGINT = {signal.SIGINT}
+
+
+def fatal(message):
+    """Ends the process after reporting message; the worker's replaces it."""
+    os._exit(1)
+
+
+def error(message, **kw):
+    """The exception for a failed request; the worker's builds an MCPError."""
+    return RuntimeError(message)
+
+
+class Link:
+    """JSON-RPC over the link (a socket, or the container's stdio). Thread-safe; replies may come in any order."""
+
+    def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b""):
+        self._r = rfd
+        self._ahead = pending  # bytes read past the boot frame, read first
+        self._wfd = wfd
+        self._wlock = threading.Lock()
+        self._main = threading.main_thread()
+        self._ids = itertools.count(1)
+        self._pending = {}
+        self._plock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_in_flight)
+        self.max_frame = max_frame
+        self.execs = queue.Queue()
+        self.exec_call = None  # the call of the last exec frame: the one an interrupt may name
+        self.on_interrupt = lambda call: None  # the worker's: interrupts the main thread for call
+        self.closed = False
+
+    def _frame(self, obj):
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        if len(data) > self.max_frame:
+            raise error(
+                "Frame of %d bytes exceeds the %d-byte limit (MCP_BRIDGE_MAX_FRAME_BYTES)" % (len(data), self.max_frame),
+                kind="invalid_arguments")
+        return data + b"\n"
+
+    def _send(self, obj):
+        self._write(self._frame(obj))
+
+    def send_frames(self, objs):
+        """Sends the frames objs in one write, so they cross the link (and
+        the runtime's stdio relay) together; each is checked against the cap."""
+        self._write(b"".join([self._frame(o) for o in objs]))
+
+    def _write(self, data):
+        # SIGINT is blocked in the main thread while it writes, so a
+        # KeyboardInterrupt can never cut a frame in half; a pending SIGINT
+        # is delivered right after. Other threads never see KeyboardInterrupt.
+        main = threading.current_thread() is self._main
+        with self._wlock:
+            if main:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _SIGINT)
+            try:
+                view = memoryview(data)
+                while view:
+                    try:
+                        n = os.write(self._wfd, view)
+                    except InterruptedError:
+                        continue
+                    view = view[n:]
+            except OSError as e:
+                # The host no longer reads the link: nothing can be sent.
+                fatal("frame write failed: %s" % (e.strerror or e))
+            finally:
+                if main:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+
+    def notify(self, method, params):
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def reply(self, id_, result):
+        self._send(self.reply_frame(id_, result))
+
+    @staticmethod
+    def reply_frame(id_, result):
+        return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+    def _register(self, waiter):
+        """Takes an in-flight slot and returns a new request id for waiter.
+        Whoever pops the id from _pending (_drop, or the reader) releases
+        the slot, so a full set of slots never waits on an event loop."""
+        if self.closed:
+            raise error("RPC channel closed", kind="transport")
+        self._slots.acquire()
+        id_ = next(self._ids)
+        with self._plock:
+            self._pending[id_] = waiter
+        return id_
+
+    def _drop(self, id_):
+        with self._plock:
+            waiter = self._pending.pop(id_, None)
+        if waiter is not None:
+            self._slots.release()
+
+    def request(self, method, params):
+        """Sends a request and returns a concurrent Future for its result."""
+        fut = concurrent.futures.Future()
+        try:
+            id_ = self._register(fut)
+        except BaseException as e:
+            fut.set_exception(e)
+            return fut
+        try:
+            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        except BaseException as e:
+            self._drop(id_)
+            fut.set_exception(e)
+        return fut
+
+    def call(self, method, params):
+        """Blocks the calling thread for the result."""
+        return self.request(method, params).result()
+
+    async def acall(self, method, params):
+        """Awaits the result on the running event loop: the reader thread
+        hands the reply to the loop with one wake-up (_LoopWaiter)."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        id_ = self._register(_LoopWaiter(loop, fut))
+        try:
+            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+            return await fut
+        finally:
+            self._drop(id_)  # a no-op once the reader has taken it
+
+    def _lines(self, f):
+        """The host's frames: the bytes read ahead first, then f's lines."""
+        ahead, self._ahead = self._ahead, b""
+        if ahead:
+            *whole, rest = ahead.split(b"\n")
+            for line in whole:
+                yield line + b"\n"
+            if rest:
+                yield rest + f.readline()
+        yield from iter(f.readline, b"")
+
+    def read_loop(self):
+        with os.fdopen(self._r, "rb") as f:
+            for line in self._lines(f):
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(msg, dict):
+                    self._dispatch(msg)
+        self.closed = True
+        with self._plock:
+            pending, self._pending = self._pending, {}
+        for waiter in pending.values():
+            _settle(waiter, None, error("RPC channel closed", kind="transport"))
+        os._exit(0)
+
+    def _dispatch(self, msg):
+        method = msg.get("method")
+        if method is None:
+            with self._plock:
+                waiter = self._pending.pop(msg.get("id"), None)
+            if waiter is None:
+                return
+            self._slots.release()
+            if "error" in msg:
+                err = msg["error"] or {}
+                data = err.get("data") or {}
+                _settle(waiter, None, error(err.get("message", "RPC error"), kind=data.get("kind")))
+            else:
+                _settle(waiter, msg.get("result"), None)
+        elif method == "exec":
+            self.exec_call = (msg.get("params") or {}).get("call")
+            self.execs.put(msg)
+        elif method == "interrupt":
+            call = (msg.get("params") or {}).get("call")
+            if call is not None and call == self.exec_call:
+                self.on_interrupt(call)
+        elif method == "shutdown":
+            os._exit(0)
+
+
+class _LoopWaiter:
+    """A pending request awaited on an event loop."""
+
+    __slots__ = ("loop", "fut")
+
+    def __init__(self, loop, fut):
+        self.loop, self.fut = loop, fut
+
+
+def _settle(waiter, result, exc):
+    """Completes a pending request (a concurrent Future, or a _LoopWaiter
+    through one call_soon_threadsafe) unless it is done already."""
+    if isinstance(waiter, _LoopWaiter):
+        try:
+            waiter.loop.call_soon_threadsafe(_settle_future, waiter.fut, result, exc)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits it any more
+        return
+    _settle_future(waiter, result, exc)
+
+
+def _settle_future(fut, result, exc):
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
