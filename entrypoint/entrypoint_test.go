@@ -18,7 +18,7 @@ func TestBootstrapSize(t *testing.T) {
 // TestFiles checks the boot frame's modules: every .py file and the manual.
 func TestFiles(t *testing.T) {
 	f := Files()
-	for _, name := range []string{"bootstrap.py", "supervisor.py", "worker.py", "mcp_runtime.py", "jobs.py", "manual.md", Main + ".py"} {
+	for _, name := range []string{"bootstrap.py", "supervisor.py", "worker.py", "link.py", "mcp_runtime.py", "jobs.py", "manual.md", Main + ".py"} {
 		if f[name] == "" {
 			t.Errorf("Files() lacks %s", name)
 		}
