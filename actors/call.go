@@ -7,10 +7,14 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -156,6 +160,16 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	return finish(res, nil, false)
 }
 
+// execID is a fresh exec frame id: random, so a cell that writes forged
+// replies to the link (its descriptors are the cell's too) cannot answer a
+// call after its own; the current call's id it can learn, and a forged
+// reply to it only ends that call with what the code claims.
+func execID() jsonrpc2.ID {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return jsonrpc2.ID{Str: "exec-" + hex.EncodeToString(b[:]), IsString: true}
+}
+
 // execReply is the sandbox's reply to an exec frame, or why none came.
 type execReply struct {
 	r   protocol.ExecResult
@@ -183,7 +197,7 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 	replies := make(chan execReply, 1)
 	go func() {
 		var r protocol.ExecResult
-		err := sb.conn.Call(context.Background(), protocol.MethodExec, params, &r)
+		err := sb.conn.Call(context.Background(), protocol.MethodExec, params, &r, jsonrpc2.PickID(execID()))
 		replies <- execReply{r, err}
 	}()
 

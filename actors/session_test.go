@@ -46,11 +46,13 @@ func (f *fakeLauncher) StartError(stderr string, code int) (error, bool) {
 }
 
 // fakeSandboxScript answers the boot frame with ready and the first exec
-// with success, then stops reading (and ignores stdin EOF) until killed.
+// with success (echoing its random id), then stops reading (and ignores
+// stdin EOF) until killed.
 const fakeSandboxScript = `read -r boot
 printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
 read -r exec
-printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}'
+id=$(printf '%s' "$exec" | sed -n 's/.*"id":\("exec-[0-9a-f]*"\).*/\1/p')
+printf '{"jsonrpc":"2.0","id":%s,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}\n' "$id"
 exec sleep 60`
 
 func testConfig(l Launcher) *SandboxConfig {
@@ -192,7 +194,8 @@ const slowFirstCallScript = `read -r boot
 printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
 read -r exec
 sleep 0.6
-printf '%s\n' '{"jsonrpc":"2.0","id":0,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}'
+id=$(printf '%s' "$exec" | sed -n 's/.*"id":\("exec-[0-9a-f]*"\).*/\1/p')
+printf '{"jsonrpc":"2.0","id":%s,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}\n' "$id"
 exec sleep 60`
 
 // TestSpareReplacedAfterFirstCall: the spare that replaces an adopted one

@@ -928,13 +928,10 @@ print(json.dumps({'written': written, 'link': link, 'api': api}))`
 	}
 	t.Logf("granted's counter after the forged frames: %s", b.mustOK("print(await mcp_granted.counter())", "granted"))
 
-	// Forged replies to the host's requests (exec ids are small integers),
-	// first a well-formed result, then garbage; and a forged ready and output.
-	// A well-formed forged exec result may end the call with whatever the
-	// code claims (it could print that anyway). A garbage one currently
-	// makes the host kill the container after 3 s and report it as
-	// "memory limit exceeded" (a known bug, reported separately), so only
-	// the bound and the recovery are asserted here, not the message.
+	// Forged replies to the host's requests for the ids a counter would
+	// give (0..31), first a well-formed result, then garbage; and a forged
+	// ready and output. Exec ids are random, so none of them answers this
+	// call or the next one: both end with their real result.
 	forgeReplies := forgeFramesCode + `
 for fd in pipe_fds():
     for i in range(32):
@@ -960,6 +957,11 @@ print('forger done')`
 		t.Logf("forged replies (variant %d) after %v: %v", i, time.Since(start).Round(time.Millisecond), sc)
 		if time.Since(start) > 20*time.Second {
 			t.Errorf("forged replies (variant %d): the call took %v", i, time.Since(start))
+		}
+		// Its own real reply ends the call: the cell's last line is printed
+		// and no forged result is taken.
+		if got := text(t, r); !strings.HasSuffix(strings.TrimSpace(got), "forger done") || sc["result"] != nil {
+			t.Errorf("forged replies (variant %d) answered the call: result %v, text ends %q", i, sc["result"], tail(got, 200))
 		}
 		r = b.call(map[string]any{"code": "print('alive')", "session": "forge", "timeout": 30})
 		if got := text(t, r); !strings.HasPrefix(got, "alive") {
