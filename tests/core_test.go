@@ -485,16 +485,28 @@ func TestExecFrameOverflow(t *testing.T) {
 	}
 }
 
+// execIDCode defines exec_id(): the id of the exec frame the running cell
+// belongs to, read from the worker's stack as hostile code could. Exec ids
+// are random, so a forger must learn its own this way.
+const execIDCode = `import sys
+def exec_id():
+    f = sys._getframe()
+    while f is not None:
+        if f.f_code.co_name == 'run' and isinstance(f.f_locals.get('msg'), dict):
+            return f.f_locals['msg']['id']
+        f = f.f_back
+    raise RuntimeError('no exec frame on the stack')
+`
+
 // TestForgedExecReply checks LNK-3: user code that forges a reply to its own
 // exec request gets the session replaced with an honest message, never an
 // out-of-memory report, and the next call works.
 func TestForgedExecReply(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, nil)
-	code := `import os, sys, time
+	code := execIDCode + `import json, os, sys, time
 fd = sys.modules["mcp.runtime"].LINK._wfd
-for i in range(0, 8):
-    os.write(fd, b'{"jsonrpc":"2.0","id":%d,"result":5}\n' % i)
+os.write(fd, b'{"jsonrpc":"2.0","id":%s,"result":5}\n' % json.dumps(exec_id()).encode())
 time.sleep(2)`
 	r := b.run(code)
 	sc := structured(t, r)

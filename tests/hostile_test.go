@@ -365,11 +365,10 @@ func TestHostileForgedExecReply(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, nil)
 	removeLeftovers(t, b.cmd.Process.Pid)
-	b.call(map[string]any{"code": "print(1)", "session": "forge", "timeout": 60}) // exec id 0; the next is 1
-	r := b.call(map[string]any{"code": jamCode + `big = 'r' * (1 << 20)
-for i in range(4):
-    put({'jsonrpc': '2.0', 'id': i, 'result': {'outcome': 'exception', 'exitCode': 1, 'result': big, 'error': big,
-         'truncated': False, 'outputBytes': 0, 'reset': False}})
+	b.call(map[string]any{"code": "print(1)", "session": "forge", "timeout": 60})
+	r := b.call(map[string]any{"code": jamCode + execIDCode + `big = 'r' * (1 << 20)
+put({'jsonrpc': '2.0', 'id': exec_id(), 'result': {'outcome': 'exception', 'exitCode': 1, 'result': big, 'error': big,
+     'truncated': False, 'outputBytes': 0, 'reset': False}})
 import time
 time.sleep(5)`, "session": "forge", "timeout": 60})
 	raw := text(t, r)
