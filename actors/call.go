@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -160,6 +161,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	return finish(res, nil, false)
 }
 
+// savedToolsInline is the largest saved-tools reply sent with a sandbox's
+// first exec frame: larger sets are fetched by the worker, so they never
+// push that frame (code, granted servers' tool lists) over the frame cap.
+const savedToolsInline = 256 << 10
+
 // execID is a fresh exec frame id: random, so a cell that writes forged
 // replies to the link (its descriptors are the cell's too) cannot answer a
 // call after its own; the current call's id it can learn, and a forged
@@ -188,16 +194,25 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 		Discovered: req.Discovered,
 	}
 	if sb.firstExec.CompareAndSwap(false, true) && s.cfg.Router != nil {
-		// The worker loads the saved tools before its first cell; a store
-		// error is left for the worker's own request to report.
+		// The worker loads the saved tools before its first cell. A store
+		// error, or a set too large to ride along (over savedToolsInline, or
+		// pushing the frame over the cap: sent again without it), is left
+		// for the worker's own request, whose reply has a frame of its own.
 		if tools, err := s.cfg.Router.ServeSandbox(req.Ctx, call.scope, protocol.MethodSavedTools, nil); err == nil {
-			params.SavedTools = tools
+			if raw, err := json.Marshal(tools); err == nil && len(raw) <= savedToolsInline {
+				params.SavedTools = json.RawMessage(raw)
+			}
 		}
 	}
 	replies := make(chan execReply, 1)
 	go func() {
 		var r protocol.ExecResult
 		err := sb.conn.Call(context.Background(), protocol.MethodExec, params, &r, jsonrpc2.PickID(execID()))
+		if errors.Is(err, protocol.ErrFrameTooLarge) && params.SavedTools != nil {
+			// The frame never left: without the saved tools it may fit.
+			params.SavedTools = nil
+			err = sb.conn.Call(context.Background(), protocol.MethodExec, params, &r, jsonrpc2.PickID(execID()))
+		}
 		replies <- execReply{r, err}
 	}()
 

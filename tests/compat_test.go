@@ -398,3 +398,25 @@ func TestCompatMemoryOutlivesIdleEnd(t *testing.T) {
 		t.Errorf("after the idle end: %q, want the values and the state-loss note", got)
 	}
 }
+
+// TestSavedToolsLargeSet: saved tools load in a new session whether they
+// ride on its first exec frame (a small set) or are too large to: four tools
+// of ~200 KB each, with the frame cap at 1 MiB and a first cell of 300 KB.
+// The set and the cell each fit a frame, but not together, so the set must
+// be left for the worker to fetch.
+func TestSavedToolsLargeSet(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": t.TempDir(), "MCP_BRIDGE_MAX_FRAME_BYTES": "1048576"})
+	b.mustRun("def small():\n    return 'small ok'\nprint(save_tool(small))", map[string]any{"session": "s0"})
+	if got := b.mustRun("print(small())", map[string]any{"session": "s1"}); got != "small ok" {
+		t.Fatalf("a small saved tool in a new session: %q", got)
+	}
+	for i := 1; i <= 4; i++ {
+		code := fmt.Sprintf("def big%d():\n    \"\"\"%s\"\"\"\n    return 'big%d'\nprint(save_tool(big%d))", i, strings.Repeat("x", 100_000), i, i)
+		b.mustRun(code, map[string]any{"session": "s0"})
+	}
+	code := "# " + strings.Repeat("y", 300_000) + "\nprint(small(), big1(), big2(), big3(), big4())"
+	if got := b.mustRun(code, map[string]any{"session": "s2"}); got != "small ok big1 big2 big3 big4" {
+		t.Errorf("a large set of saved tools in a new session: %q", tail(got, 300))
+	}
+}
