@@ -50,11 +50,11 @@ type Discovery struct {
 	checks  chan chan error
 	log     zerolog.Logger
 	// loaded is the stamp of the configuration applied last: written by
-	// Serve after each reload, read by Check on the callers' goroutines.
+	// Serve after each reload, read by Check on the callers' goroutines and
+	// by Serve (unchanged).
 	loaded atomic.Pointer[string]
 
 	// Owned by the Serve goroutine.
-	stamp   string
 	watcher *fsnotify.Watcher
 	watched map[string]bool
 }
@@ -71,7 +71,7 @@ func (d *Discovery) String() string { return "discovery" }
 // caller takes the stamp itself (stats only): unchanged sources need no
 // round trip to the actor.
 func (d *Discovery) Check(ctx context.Context) error {
-	if p := d.loaded.Load(); p != nil && d.cfg.Stamp() == *p {
+	if d.unchanged() {
 		return nil
 	}
 	reply := make(chan error, 1)
@@ -129,7 +129,7 @@ func (d *Discovery) Serve(ctx context.Context) error {
 		select {
 		case reply := <-d.checks:
 			var err error
-			if d.cfg.Stamp() != d.stamp {
+			if !d.unchanged() {
 				err = d.reload(ctx)
 			}
 			reply <- err
@@ -149,7 +149,7 @@ func (d *Discovery) Serve(ctx context.Context) error {
 		case <-fire:
 			fire = nil
 			d.rewatch()
-			if d.cfg.Stamp() != d.stamp {
+			if !d.unchanged() {
 				if err := d.reload(ctx); err != nil {
 					return err
 				}
@@ -162,7 +162,7 @@ func (d *Discovery) Serve(ctx context.Context) error {
 			}
 		case <-rehash:
 			d.rewatch()
-			if d.cfg.Stamp() != d.stamp {
+			if !d.unchanged() {
 				d.log.Info().Msg("configuration changed without a file event; reloading")
 				if err := d.reload(ctx); err != nil {
 					return err
@@ -249,13 +249,19 @@ func existingAncestor(dir string) string {
 	}
 }
 
+// unchanged reports whether the config sources still show the stamp of the
+// configuration applied last (false before the first load).
+func (d *Discovery) unchanged() bool {
+	p := d.loaded.Load()
+	return p != nil && d.cfg.Stamp() == *p
+}
+
 func (d *Discovery) reload(ctx context.Context) error {
 	stamp := d.cfg.Stamp()
 	specs, policy := d.cfg.Load()
 	if _, err := d.servers.Apply(ctx, specs, policy); err != nil {
 		return err
 	}
-	d.stamp = stamp
 	d.loaded.Store(&stamp)
 	return nil
 }
