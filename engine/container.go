@@ -336,7 +336,21 @@ func randHex(n int) string {
 
 // VerifyArgs is the argv (from "run" to the image) of a throwaway container
 // with every production flag, for image checks (IMG-4).
-func (l *Launcher) VerifyArgs(img string) []string {
+func (l *Launcher) VerifyArgs(img string) []string { return l.throwawayArgs(img, false) }
+
+// SocketLinkArgs is VerifyArgs for a container that gets the socket link
+// on fd 3 (the bench's socket floor); nil when this launcher's sandboxes
+// keep the stdio link.
+func (l *Launcher) SocketLinkArgs(img string) []string {
+	if cli, podman, oci, err := l.resolve(); err != nil || !SocketLink(l.env, cli, podman, oci) {
+		return nil
+	}
+	return l.throwawayArgs(img, true)
+}
+
+// throwawayArgs is the argv from "run" to the image of a container with
+// every production flag, its link as linkFD asks.
+func (l *Launcher) throwawayArgs(img string, linkFD bool) []string {
 	cli, podman, oci, _ := l.resolve()
 	// No id map: a block is held for a container's life, and this argv
 	// outlives the call. The check container runs as the image's 65534.
@@ -345,11 +359,16 @@ func (l *Launcher) VerifyArgs(img string) []string {
 		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
 		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
 		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
-		Seccomp: seccomp,
+		Seccomp: seccomp, LinkFD: linkFD,
 	}
 	fallbackLimits(l.Facts(), l.env, &spec)
 	argv := ContainerArgv(spec)
 	// From "run" through the image: drop the global flags and the
-	// entrypoint command (python3 -u -c <bootstrap>), which ends every argv.
-	return argv[slices.Index(argv, "run") : len(argv)-4]
+	// entrypoint command (python3 -u -c <bootstrap>, and the link's
+	// descriptor), which ends every argv.
+	command := 4
+	if linkFD {
+		command++
+	}
+	return argv[slices.Index(argv, "run") : len(argv)-command]
 }

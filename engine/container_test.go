@@ -534,6 +534,26 @@ func TestLauncherVerifyArgs(t *testing.T) {
 			t.Errorf("VerifyArgs lacks %s: %q", f, got)
 		}
 	}
+	if !slices.Contains(got, "-i") || slices.Contains(got, "--preserve-fds") {
+		t.Errorf("VerifyArgs = %q, want the stdio link (-i)", got)
+	}
+	// The socket link's variant (the bench's socket floor) differs only in
+	// the link flags, and exists only where sandboxes use that link.
+	sock := l.SocketLinkArgs("localhost/other:1")
+	if runtime.GOOS != "linux" {
+		if sock != nil {
+			t.Errorf("SocketLinkArgs on %s = %q, want nil", runtime.GOOS, sock)
+		}
+		return
+	}
+	if i := slices.Index(sock, "--preserve-fds"); i < 0 || sock[i+1] != "1" || slices.Contains(sock, "-i") ||
+		sock[0] != "run" || sock[len(sock)-1] != "localhost/other:1" {
+		t.Errorf("SocketLinkArgs = %q, want run ... --preserve-fds 1 ... localhost/other:1 without -i", sock)
+	}
+	stdio, _ := testLauncher(t, "podman", func(e *Env) { e.Link = "stdio" })
+	if got := stdio.SocketLinkArgs("localhost/other:1"); got != nil {
+		t.Errorf("SocketLinkArgs with MCP_BRIDGE_LINK=stdio = %q, want nil", got)
+	}
 }
 
 // TestFirstLine checks that firstLine returns the first non-blank line that

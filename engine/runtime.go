@@ -311,13 +311,6 @@ func (l *Launcher) CLI() (string, error) {
 	return cli, err
 }
 
-// UsesSocketLink reports whether this launcher's sandboxes get the socket
-// link (SocketLink).
-func (l *Launcher) UsesSocketLink() bool {
-	cli, podman, oci, err := l.resolve()
-	return err == nil && SocketLink(l.env, cli, podman, oci)
-}
-
 // GlobalArgs returns the flags that go before the subcommand: podman's
 // --runtime, and for runsc the network flag gVisor needs (RT-2).
 func (l *Launcher) GlobalArgs() []string {

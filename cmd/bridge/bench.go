@@ -104,11 +104,15 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		return 1
 	}
 	container := append(append([]string{cli}, l.GlobalArgs()...), l.VerifyArgs(env.Image)...)
+	var socketArgv []string
+	if args := l.SocketLinkArgs(env.Image); args != nil {
+		socketArgv = append(append([]string{cli}, l.GlobalArgs()...), args...)
+	}
 	baseline := append(append([]string{}, container...), "python3", "-c", "print(1)")
 	rep, err := bench.Run(ctx, bench.Options{
 		Bridge: self, Version: version, Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
-		SocketLink:  l.UsesSocketLink(),
+		SocketArgv:  socketArgv,
 		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, Log: m.Stderr,
 	})
 	if err != nil {

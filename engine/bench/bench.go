@@ -31,10 +31,11 @@ type Options struct {
 	// its global flags and `run` with every production flag through the
 	// image, for the pipe floor and the cold-start parts.
 	ContainerArgv []string
-	// SocketLink: the bridge's sandboxes get their link as a socket on fd 3
-	// (podman --preserve-fds) instead of the CLI's stdio; the floor is then
-	// measured on both paths.
-	SocketLink bool
+	// SocketArgv is ContainerArgv for a container that gets the link as a
+	// socket on fd 3 (podman --preserve-fds), as the bridge's sandboxes do
+	// here; nil when they keep the CLI's stdio. The floor is then measured
+	// on both paths.
+	SocketArgv []string
 	// RuntimeCLI is the container CLI (podman or docker), for machine info
 	// and container memory.
 	RuntimeCLI string

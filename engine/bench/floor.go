@@ -21,18 +21,10 @@ const echoLoop = "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nfor l 
 const socketEchoLoop = "import os\nr, w = open(3, 'rb'), os.dup(3)\nfor l in iter(r.readline, b''):\n    os.write(w, l)"
 
 // socketFloor is pipeFloor over the socket link: the line crosses a socket
-// the container got as fd 3 (--preserve-fds 1), without the runtime CLI's
-// or conmon's stdio relay.
+// the container got as fd 3 (SocketArgv), without the runtime CLI's or
+// conmon's stdio relay.
 func socketFloor(ctx context.Context, o Options, n int) ([]time.Duration, error) {
-	argv := make([]string, 0, len(o.ContainerArgv)+5)
-	for _, a := range o.ContainerArgv {
-		if a == "-i" {
-			argv = append(argv, "--preserve-fds", "1")
-			continue
-		}
-		argv = append(argv, a)
-	}
-	argv = append(argv, "python3", "-u", "-c", socketEchoLoop)
+	argv := append(append([]string{}, o.SocketArgv...), "python3", "-u", "-c", socketEchoLoop)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	host, box, err := protocol.SocketPair()
