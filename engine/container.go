@@ -167,10 +167,11 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		}
 		// Not the bridge's own directory: user code writes relative paths.
 		argv := []string{py, "-u", "-c", entrypoint.Bootstrap}
-		if l.env.Link != "stdio" {
+		socket := l.env.Link != "stdio" // a plain process can always take fd 3
+		if socket {
 			argv = append(argv, strconv.Itoa(LinkFD))
 		}
-		return actors.SandboxCommand{Argv: argv, Dir: os.TempDir(), LinkFD: l.env.Link != "stdio"}, nil
+		return actors.SandboxCommand{Argv: argv, Dir: os.TempDir(), LinkFD: socket}, nil
 	}
 	cli, podman, oci, err := l.resolve()
 	if err != nil {
