@@ -121,7 +121,10 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 		perFile[en.File] = append(perFile[en.File], en.Name)
 	}
 	problems := map[string][]string{}
-	selfOnly := map[string]bool{}
+	self := map[string][]string{}
+	for _, p := range set.Self {
+		self[p.File] = append(self[p.File], p.Entry)
+	}
 	dirFailed := false
 	for _, p := range set.Problems {
 		if p.File == env.ConfigDir && p.Entry == "" {
@@ -129,9 +132,6 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 			dirFailed = true
 			continue
 		}
-		self := strings.HasPrefix(p.Reason, "Skipping self-referential server")
-		prev, seen := selfOnly[p.File]
-		selfOnly[p.File] = self && (!seen || prev)
 		problems[p.File] = append(problems[p.File], strings.TrimSpace(p.Entry+" "+p.Reason))
 	}
 	if len(set.Files) == 0 && !dirFailed {
@@ -152,11 +152,12 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 		if len(perFile[f]) > 0 {
 			contrib += " (" + strings.Join(perFile[f], ", ") + ")"
 		}
+		if len(self[f]) > 0 {
+			contrib += "; this bridge's own entry not proxied: " + strings.Join(self[f], ", ")
+		}
 		switch {
 		case len(problems[f]) == 0:
 			add("OK", "config "+f, "%s", contrib)
-		case selfOnly[f]:
-			add("WARN", "config "+f, "%s; skipped: %s", contrib, strings.Join(problems[f], "; "))
 		default:
 			add("FAIL", "config "+f, "%s; skipped: %s; fix the file (the other servers still load)", contrib, strings.Join(problems[f], "; "))
 		}

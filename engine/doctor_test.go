@@ -47,10 +47,11 @@ func TestDoctorConfig(t *testing.T) {
 			Entries:  []config.Entry{{Name: "x", File: "a.json"}},
 			Problems: []config.Problem{{File: "a.json", Entry: "y", Reason: `"args" must be a list`}},
 		}, []string{`FAIL config a.json: 1 servers (x); skipped: y "args" must be a list; fix the file`}},
-		{"self-referential only", empty, config.Set{
-			Files:    []string{"a.json"},
-			Problems: []config.Problem{{File: "a.json", Entry: "me", Reason: "Skipping self-referential server 'me' in a.json"}},
-		}, []string{"WARN config a.json: 0 servers; skipped: me Skipping self-referential server"}},
+		{"the bridge's own entry is not a fault", empty, config.Set{
+			Files:   []string{"a.json"},
+			Entries: []config.Entry{{Name: "x", File: "a.json"}},
+			Self:    []config.Problem{{File: "a.json", Entry: "me", Reason: "this bridge's own entry"}},
+		}, []string{"OK   config a.json: 1 servers (x); this bridge's own entry not proxied: me"}},
 	}
 	for _, c := range cases {
 		var got []string

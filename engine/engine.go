@@ -153,6 +153,9 @@ func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason})
 	}
 	e.skipped.Store(&skipped)
+	for _, p := range set.Self {
+		e.Log.Debug().Str("file", p.File).Str("entry", p.Entry).Msg("config entry skipped: it launches this bridge")
+	}
 	for _, w := range set.Warnings {
 		e.Log.Info().Msg(w)
 	}

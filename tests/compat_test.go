@@ -302,13 +302,22 @@ func TestCompatAgentConfigs(t *testing.T) {
 	}
 	logs := b.stderr.String()
 	for _, want := range []string{
-		"Skipping self-referential server 'myself' in " + filepath.Join(home, ".claude.json"),
-		"Skipping self-referential server 'reference' in ",
+		`"level":"debug","file":"` + filepath.Join(home, ".claude.json") + `","entry":"myself"`,
+		`"entry":"reference"`,
+		"config entry skipped: it launches this bridge",
 		`server \"everything\" duplicates the one in ` + filepath.Join(home, ".claude.json"),
 	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("bridge log lacks %q", want)
 		}
+	}
+	// The bridge's own entry is expected in an agent file: it is never a
+	// warning, and no error asks the model to fix it.
+	if strings.Contains(logs, `"level":"warn","file":"`+filepath.Join(home, ".claude.json")) {
+		t.Errorf("the bridge's own entry was logged as a warning:\n%s", logs)
+	}
+	if got := text(t, b.call(map[string]any{"code": "1", "servers": []string{"nosuch"}})); !strings.Contains(got, "nosuch") || strings.Contains(got, "myself") {
+		t.Errorf("an unknown-server error names the bridge's own entry: %s", got)
 	}
 	b.Close()
 
@@ -320,7 +329,7 @@ func TestCompatAgentConfigs(t *testing.T) {
 
 	out, errOut, _ := runCLI(t, env, "", "doctor")
 	for _, want := range []string{
-		"config " + filepath.Join(home, ".claude.json") + ": claude-code: 1 servers (everything); skipped: myself Skipping self-referential",
+		"OK   config " + filepath.Join(home, ".claude.json") + ": claude-code: 1 servers (everything); this bridge's own entry not proxied: myself, reference",
 		"config " + filepath.Join(home, ".cursor", "mcp.json") + ": cursor: 1 servers (memory)",
 		"config " + filepath.Join(home, ".config", "opencode", "opencode.json") + ": opencode: 1 servers (oc-everything)",
 		"config sources: reading mcps, env, mcp-dir, claude-code, claude-desktop, cursor, vscode, windsurf, opencode (MCP_BRIDGE_CONFIG_SOURCES); not present: ",

@@ -63,12 +63,9 @@ type Problem struct {
 }
 
 // String formats p for a log line: "file: reason" or
-// "file: server "name": reason". The self-server guard's reason is already a
-// full sentence that names both, so it is returned as is.
+// "file: server "name": reason".
 func (p Problem) String() string {
 	switch {
-	case strings.HasPrefix(p.Reason, "Skipping self-referential server"):
-		return p.Reason
 	case p.Entry == "" && p.File == "":
 		return p.Reason
 	case p.Entry == "":
@@ -83,8 +80,12 @@ type Set struct {
 	// then MCP_SERVERS_CONFIG; within a file, the order of its "mcpServers"
 	// keys. Names are unique and non-empty.
 	Entries []Entry
-	// Problems are the skipped files and entries (CFG-1, §10.3).
+	// Problems are the skipped files and entries that need fixing.
 	Problems []Problem
+	// Self are the entries skipped because they would launch this bridge
+	// (the user registered it in the same agent file). That is expected, not
+	// a fault, so it is kept apart from Problems: nobody is asked to fix it.
+	Self []Problem
 	// Warnings are non-fatal notes: duplicates, disabled entries, a missing
 	// cwd, ignored fields, a file without "mcpServers".
 	Warnings []string
@@ -323,7 +324,7 @@ func (l *loader) loadEntry(file, name string, raw any, fileDesc string) {
 	}
 	e.File = file
 	if l.isSelf(e) {
-		l.problem(file, name, fmt.Sprintf("Skipping self-referential server '%s' in %s", name, file))
+		l.set.Self = append(l.set.Self, Problem{File: file, Entry: name, Reason: "this bridge's own entry"})
 		return
 	}
 	if first, dup := l.owner[name]; dup {

@@ -25,15 +25,15 @@ func TestSelfGuardTokens(t *testing.T) {
 	var want []Problem
 	for _, name := range skipped {
 		want = append(want, Problem{File: path, Entry: name,
-			Reason: "Skipping self-referential server '" + name + "' in " + path})
+			Reason: "this bridge's own entry"})
 	}
-	if !slices.Equal(got.Problems, want) {
-		t.Errorf("Problems = %q\nwant %q", got.Problems, want)
+	if !slices.Equal(got.Self, want) || len(got.Problems) != 0 {
+		t.Errorf("Self = %q, Problems = %q\nwant Self %q and no Problems", got.Self, got.Problems, want)
 	}
 
 	all := Load(Options{Extra: path, AllowSelf: true, LookPath: noLookPath})
-	if len(all.Entries) != 10 || len(all.Problems) != 0 {
-		t.Errorf("AllowSelf: Entries = %q, Problems = %q; want all 10 and none", names(all), all.Problems)
+	if len(all.Entries) != 10 || len(all.Problems) != 0 || len(all.Self) != 0 {
+		t.Errorf("AllowSelf: Entries = %q, Problems = %q, Self = %q; want all 10 and none", names(all), all.Problems, all.Self)
 	}
 }
 
@@ -130,10 +130,10 @@ func TestSelfGuardExecutable(t *testing.T) {
 	got := Load(Options{Dir: cfg, SelfExe: self, LookPath: lookPath})
 	for _, c := range cases {
 		var problem bool
-		for _, p := range got.Problems {
+		for _, p := range got.Self {
 			if p.Entry == c.name {
 				problem = true
-				if want := "Skipping self-referential server '" + c.name + "' in " + file; p.Reason != want {
+				if want := "this bridge's own entry"; p.Reason != want || p.File != file {
 					t.Errorf("%s: Reason = %q, want %q", c.name, p.Reason, want)
 				}
 			}
@@ -142,11 +142,11 @@ func TestSelfGuardExecutable(t *testing.T) {
 			t.Errorf("%s (command %q): skipped = %v, want %v", c.name, c.command, problem, c.self)
 		}
 	}
-	if again := Load(Options{Dir: cfg, SelfExe: selfLink, LookPath: lookPath}); !slices.Equal(again.Problems, got.Problems) {
-		t.Errorf("SelfExe via a symlink: Problems = %q, want %q", again.Problems, got.Problems)
+	if again := Load(Options{Dir: cfg, SelfExe: selfLink, LookPath: lookPath}); !slices.Equal(again.Self, got.Self) {
+		t.Errorf("SelfExe via a symlink: Self = %q, want %q", again.Self, got.Self)
 	}
-	if all := Load(Options{Dir: cfg, SelfExe: self, AllowSelf: true, LookPath: lookPath}); len(all.Problems) != 0 {
-		t.Errorf("AllowSelf: Problems = %q, want none", all.Problems)
+	if all := Load(Options{Dir: cfg, SelfExe: self, AllowSelf: true, LookPath: lookPath}); len(all.Self) != 0 {
+		t.Errorf("AllowSelf: Self = %q, want none", all.Self)
 	}
 	if none := Load(Options{Dir: cfg, LookPath: lookPath}); len(none.Problems) != 0 {
 		t.Errorf("no SelfExe: Problems = %q, want none", none.Problems)

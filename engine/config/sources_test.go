@@ -106,10 +106,8 @@ func TestLoadAgentSources(t *testing.T) {
 		t.Errorf("vscode sse = %+v", e)
 	}
 	var self []string
-	for _, p := range set.Problems {
-		if strings.HasPrefix(p.Reason, "Skipping self-referential server") {
-			self = append(self, p.Entry)
-		}
+	for _, p := range set.Self {
+		self = append(self, p.Entry)
 	}
 	if !slices.Equal(self, []string{"self", "ref"}) {
 		t.Errorf("self-referential entries skipped = %v, want [self ref]; problems %q", self, set.Problems)
