@@ -136,7 +136,7 @@ func (cs *CatalogServer) findTool(name string, loose bool) int {
 
 // protocolServer is the server as an exec frame carries it.
 func (cs *CatalogServer) protocolServer() protocol.Server {
-	ps := protocol.Server{Name: cs.Spec.Name, Alias: cs.Spec.Alias, Tools: make([]protocol.Tool, len(cs.Tools))}
+	ps := protocol.Server{Name: cs.Spec.Name, Alias: cs.Spec.Alias, Description: cs.Spec.Description, Tools: make([]protocol.Tool, len(cs.Tools))}
 	for i, t := range cs.Tools {
 		ps.Tools[i] = protocol.Tool{Name: t.Name, Alias: cs.Aliases[i], Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
 	}

@@ -92,7 +92,7 @@ func (r *Router) discoveredServers(ctx context.Context, cat *Catalog, scope Scop
 	out := make([]any, 0, len(cat.Servers))
 	for _, s := range cat.Servers {
 		if p.Detailed {
-			out = append(out, map[string]string{"name": s.Spec.Name, "description": s.Spec.Description})
+			out = append(out, map[string]string{"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description})
 		} else {
 			out = append(out, s.Spec.Name)
 		}
@@ -299,8 +299,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	s := cat.Server(p.Server)
 	if !contains(scope.Servers, p.Server) || s == nil {
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable,
-			fmt.Sprintf("Server '%s' is not available; add it to the servers argument of run_python", p.Server))
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, notAvailable(p.Server, s != nil))
 	}
 	if p.Tool == "" {
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing tool name")
@@ -418,4 +417,15 @@ func describe(s *CatalogServer, granted bool) map[string]any {
 		"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description, "transport": s.Spec.Type,
 		"status": status, "cwd": cwd, "tools": tools,
 	}
+}
+
+// notAvailable is the error for a server the call may not use. For a
+// configured one it gives the same fix, in the same words, as the sandbox's
+// NameError, KeyError and ModuleNotFoundError for that server's proxies.
+func notAvailable(name string, configured bool) string {
+	if !configured {
+		return fmt.Sprintf("Server '%s' is not available: no server '%s' is configured (runtime.discovered_servers() lists them)", name, name)
+	}
+	grant, _ := json.Marshal([]string{name})
+	return fmt.Sprintf("Server '%s' is not available: server '%s' is configured but not granted to this call; pass servers=%s to run_python", name, name, grant)
 }

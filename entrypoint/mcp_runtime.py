@@ -10,6 +10,7 @@ the memory and saved-tool helpers included. Its sections start with
 """
 import ast
 import base64
+import errno
 import inspect
 import json
 import keyword
@@ -17,6 +18,7 @@ import linecache
 import os
 import re
 import signal
+import socket
 import sys
 import textwrap
 import types
@@ -68,7 +70,11 @@ def _begin_call(params):
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
     _CALL.update(servers=servers, proxies=proxies, reset=False)
-    os.environ["MCP_AVAILABLE_SERVERS"] = json.dumps([s["name"] for s in servers])
+    # Objects, as the reference gives, but only these three keys: the
+    # variable is inherited by subprocesses, and a large one makes every
+    # exec fail with E2BIG.
+    os.environ["MCP_AVAILABLE_SERVERS"] = json.dumps(
+        [{"name": s["name"], "alias": s["alias"], "description": s.get("description") or ""} for s in servers])
     os.environ["MCP_DISCOVERED_SERVERS"] = json.dumps(list(params.get("discovered") or ()))
 
 
@@ -87,15 +93,96 @@ def _globals_for_call():
     g = {
         "mcp": sys.modules["mcp"],
         "runtime": sys.modules[__name__],
-        "mcp_servers": dict(_CALL["proxies"]),
+        "mcp_servers": _Proxies(_CALL["proxies"]),
         "LOADED_MCP_SERVERS": tuple(s["name"] for s in _CALL["servers"]),
         "save_tool": save_tool,
+        "MCPError": MCPError,
     }
     for name in _MEMORY_GLOBALS:
         g[name] = globals()[name]
     for srv in _CALL["servers"]:
         g["mcp_" + srv["alias"]] = _CALL["proxies"][srv["name"]]
     return g
+
+
+class _Proxies(dict):
+    """mcp_servers: a missing key says how to grant a configured server."""
+
+    def __missing__(self, key):
+        raise KeyError(_not_granted_text(name=key) or key)
+
+
+def _configured(name=None, alias=None):
+    """The configured server name with this name or alias, or None. Only
+    error paths ask, so the round trip costs nothing on the hot path."""
+    try:
+        servers = _call("discovered_servers", {"detailed": True})["servers"]
+    except MCPError:
+        return None
+    for s in servers:
+        if "skipped" in s:
+            continue
+        if (name is not None and s.get("name") == name) or (alias is not None and s.get("alias") == alias):
+            return s.get("name")
+    return None
+
+
+def _not_granted_text(name=None, alias=None):
+    """The one wording for a configured server the call does not grant
+    (the host's call_tool error says the same), or None when no configured
+    server matches."""
+    found = _configured(name=name, alias=alias)
+    if found is None or found in (s["name"] for s in _CALL["servers"]):
+        return None
+    return "server %r is configured but not granted to this call; pass servers=%s to run_python" % (
+        found, json.dumps([found]))
+
+
+class _GrantFinder:
+    """A meta path finder for `import mcp.servers.<alias>` of a server the
+    call does not grant: ModuleNotFoundError says how to grant it."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        prefix = "mcp.servers."
+        if not fullname.startswith(prefix) or "." in fullname[len(prefix):]:
+            return None
+        text = _not_granted_text(alias=fullname[len(prefix):])
+        if text is None:
+            return None
+        raise ModuleNotFoundError("No module named %r: %s" % (fullname, text), name=fullname)
+
+
+sys.meta_path.append(_GrantFinder)
+
+_NO_NETWORK = ("the sandbox has no network: reach outside services through a proxied MCP server "
+               "(runtime.discovered_servers() lists them)")
+_NET_TEXTS = ("Temporary failure in name resolution", "Name or service not known", "Network is unreachable",
+              "No address associated with hostname")
+
+
+def _explain(exc):
+    """Adds the fix to an uncaught exception the model's first mistakes
+    raise: a proxy name of a server the call does not grant, and network
+    access from a sandbox that has none. The exception keeps its type."""
+    if isinstance(exc, NameError) and not isinstance(exc, UnboundLocalError):
+        name = getattr(exc, "name", None) or ""
+        text = _not_granted_text(alias=name[4:]) if name.startswith("mcp_") else None
+        if text is not None:
+            exc.args = ("name %r is not defined: %s" % (name, text),)
+            exc.name = None  # Python's own "Did you mean" would point elsewhere
+        return
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        reason = getattr(e, "reason", None)  # urllib's URLError wraps the socket error
+        if isinstance(e, socket.gaierror) or isinstance(reason, socket.gaierror) or \
+                (isinstance(e, OSError) and e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH)) or \
+                any(t in str(e) for t in _NET_TEXTS):
+            exc.add_note("note: " + _NO_NETWORK)
+            return
+        e = e.__cause__ or e.__context__
 
 
 def _call(method, params):
@@ -449,11 +536,11 @@ def memory_exists(key):
 
 
 def get_memory_info(key):
-    """{key, metadata, created_at, updated_at, size} of key, or None."""
+    """{key, value, metadata, created_at, updated_at, size} of key, or None."""
     rec = _call("memory_get", {"key": _memory_key(key)})
     if not rec.get("found"):
         return None
-    return {k: rec.get(k) for k in ("key", "metadata", "created_at", "updated_at", "size")}
+    return {k: rec.get(k) for k in ("key", "value", "metadata", "created_at", "updated_at", "size")}
 
 
 # --- results ---------------------------------------------------------------
@@ -631,7 +718,9 @@ class _ServerProxy:
         msg = "Server '%s' has no tool '%s'." % (self._name, attr)
         if suggestions:
             msg += " Did you mean: %s?" % ", ".join(suggestions)
-        raise AttributeError(msg)
+        # name and obj set (to None) keep Python from adding its own
+        # suggestion from dir(self), which repeated this one.
+        raise AttributeError(msg, name=None, obj=None)
 
     def __dir__(self):
         return sorted(self._fns) + ["list_tools"]

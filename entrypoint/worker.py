@@ -325,6 +325,10 @@ class Runner:
 
     def _report(self, e):
         _filter_tb(e)
+        try:
+            sys.modules["mcp.runtime"]._explain(e)
+        except Exception as err:  # the hint is a courtesy; the error itself must get out
+            _diag("explaining %s failed: %r" % (type(e).__name__, err))
         if isinstance(e, SyntaxError):
             text = "".join(traceback.format_exception_only(type(e), e))
         else:

@@ -87,9 +87,10 @@ type Tool struct {
 
 // Server is one server granted to an exec call.
 type Server struct {
-	Name  string `json:"name"`
-	Alias string `json:"alias"`
-	Tools []Tool `json:"tools"`
+	Name        string `json:"name"`
+	Alias       string `json:"alias"`
+	Description string `json:"description,omitempty"`
+	Tools       []Tool `json:"tools"`
 }
 
 // ExecParams asks the sandbox to run one cell. Discovered lists every

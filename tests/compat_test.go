@@ -78,7 +78,7 @@ t = ev.TOOL_MAP['get_sum']
 (t['input_schema'] == t['inputSchema'] != None, all('input_schema' in x for x in ev.TOOLS))`, both, "(True, True)"},
 		{"MCP_AVAILABLE_SERVERS and MCP_DISCOVERED_SERVERS", `import os, json
 (json.loads(os.environ['MCP_AVAILABLE_SERVERS']), json.loads(os.environ['MCP_DISCOVERED_SERVERS']))`, []string{"filesystem"},
-			"(['filesystem'], ['everything', 'filesystem'])"},
+			"([{'name': 'filesystem', 'alias': 'filesystem', 'description': ''}], ['everything', 'filesystem'])"},
 		{"save_tool(42) raises ValueError", `try:
     save_tool(42)
 except ValueError as e:
