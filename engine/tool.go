@@ -14,10 +14,10 @@ const ToolName = "run_python"
 
 // ToolDescription is the shipped description (SPEC §4.2). Every call it
 // names is run by a test exactly as written (TOOL-2).
-const ToolDescription = "Run Python in a persistent offline sandbox. Variables and /workspace files " +
-	"persist per session; top-level await works. Call tools of listed servers: " +
-	"await mcp_{server}.{tool}(...). Helpers: runtime.discovered_servers(), " +
-	"await runtime.search_tool_docs('query'), print(runtime.capability_summary()). timeout in seconds."
+const ToolDescription = "Persistent offline Python sandbox: variables and /workspace files " +
+	"persist per session, top-level await works. Tools: await mcp_{server}.{tool}(...). " +
+	"Helpers: runtime.discovered_servers(), await runtime.search_tool_docs('query'), " +
+	"print(runtime.capability_summary()). timeout in seconds."
 
 // AlwaysLoadKey is the tool _meta key that keeps Claude Code from deferring
 // the tool behind its tool search.
@@ -60,7 +60,7 @@ func Tool(defTimeout, maxTimeout int, opts ...ToolOption) mcp.Tool {
 		opt(&o)
 	}
 	schema := fmt.Sprintf(`{"type":"object","properties":{"code":{"type":"string"},`+
-		`"servers":{"type":"array","items":{"type":"string"}},`+
+		`"servers":{"type":"array","items":{"type":"string"},"description":"servers the code uses"},`+
 		`"timeout":{"type":"integer","minimum":1,"maximum":%d,"default":%d},`+
 		`"session":{"type":"string"}},"required":["code"]}`, maxTimeout, defTimeout)
 	t := mcp.NewToolWithRawSchema(ToolName, ToolDescription+o.inventory, []byte(schema))

@@ -53,7 +53,7 @@ func TestToolEntryShape(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"object","properties":{"code":{"type":"string"},"servers":{"type":"array","items":{"type":"string"}},` +
+	want := `{"type":"object","properties":{"code":{"type":"string"},"servers":{"type":"array","items":{"type":"string"},"description":"servers the code uses"},` +
 		`"timeout":{"type":"integer","minimum":1,"maximum":120,"default":30},"session":{"type":"string"}},"required":["code"]}`
 	if got.Name != "run_python" || string(got.Annotations) != "{}" || string(got.InputSchema) != want {
 		t.Errorf("entry = %s", raw)

@@ -283,7 +283,7 @@ func TestToolEntryMetaAndInventory(t *testing.T) {
 	withDesc := map[string]any{"github": map[string]any{"command": fakeBin, "description": "Issues and pull requests"}, "fs": fake()}
 	_, m := toolEntry(t, withServers(t, withDesc, map[string]string{"MCP_BRIDGE_TOOL_INVENTORY": "names"}))
 	desc, _ := m["description"].(string)
-	if !strings.HasPrefix(desc, "Run Python in a persistent offline sandbox") ||
+	if !strings.HasPrefix(desc, "Persistent offline Python sandbox") ||
 		!(strings.HasSuffix(desc, " Servers: fs, github (Issues and pull requests).") || strings.HasSuffix(desc, " Servers: github (Issues and pull requests), fs.")) {
 		t.Errorf("inventory description = %q", desc)
 	}
