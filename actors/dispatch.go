@@ -123,7 +123,7 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	if err := d.Discovery.Check(ctx); err != nil {
 		return fail(err)
 	}
-	servers, err := d.Router.Resolve(ctx, args.Servers)
+	servers, notes, err := d.Router.Resolve(ctx, args.Servers)
 	if err != nil {
 		return fail(err)
 	}
@@ -142,6 +142,7 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	}
 	select {
 	case r := <-req.Reply:
+		r.Notes = append(notes, r.Notes...)
 		return r
 	case <-ctx.Done():
 		return fail(fmt.Errorf("cancelled: %w", ctx.Err()))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bridge-mcp/bridge/protocol/alias"
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -59,6 +60,9 @@ type Router struct {
 // ConfigProblem is a config file (Entry "") or entry that was skipped.
 type ConfigProblem struct {
 	File, Entry, Reason string
+	// Disabled marks an entry turned off with "disabled": true: a choice,
+	// not a fault, so no error asks to fix it.
+	Disabled bool
 }
 
 // maxKnownNames bounds the server names an unknown-server error lists.
@@ -90,17 +94,30 @@ func (r *Router) unknownServer(cat *Catalog, name string) string {
 	default:
 		msg += sep + "Known servers: " + strings.Join(names, ", ") + "."
 	}
-	if probs := r.skipped(); len(probs) > 0 {
-		parts := make([]string, len(probs))
-		for i, p := range probs {
-			parts[i] = p.File + ": " + p.Reason
-			if p.Entry != "" {
-				parts[i] = fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason)
-			}
+	var parts []string
+	for _, p := range r.skipped() {
+		switch {
+		case p.Disabled:
+		case p.Entry != "":
+			parts = append(parts, fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason))
+		default:
+			parts = append(parts, p.File+": "+p.Reason)
 		}
+	}
+	if len(parts) > 0 {
 		msg += " Skipped config: " + strings.Join(parts, "; ") + " (fix it, then call again; `bridge doctor` checks the config)."
 	}
 	return msg
+}
+
+// disabled returns the file of a disabled entry named name, or "".
+func (r *Router) disabled(name string) string {
+	for _, p := range r.skipped() {
+		if p.Disabled && p.Entry == name {
+			return p.File
+		}
+	}
+	return ""
 }
 
 // NewRouter returns a router with an empty catalog.
@@ -164,20 +181,23 @@ func (r *Router) Snapshot(ctx context.Context) (*Catalog, error) {
 	}
 }
 
-// Resolve maps a call's servers argument to the servers it may use: each
-// name must be discovered (VAL-2), and each server is readied in parallel
-// within the start timeout (VAL-3).
-func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server, error) {
+// Resolve maps a call's servers argument to the servers it may use, each
+// readied in parallel within the start timeout. An unknown name (a typo)
+// fails the call before any code runs. A server that is disabled or fails
+// to start does not: the code may never touch it. Its proxies come from its
+// disk catalog when there is one, else it has none and every attribute
+// raises the cause; notes says which servers these are, and why.
+func (r *Router) Resolve(ctx context.Context, names []string) (servers []protocol.Server, notes []string, err error) {
 	if len(names) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cat, err := r.Snapshot(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, n := range names {
-		if cat.Server(n) == nil {
-			return nil, errors.New(r.unknownServer(cat, n))
+		if cat.Server(n) == nil && r.disabled(n) == "" {
+			return nil, nil, errors.New(r.unknownServer(cat, n))
 		}
 	}
 	// Each server's live tool list comes back with its start, so the
@@ -186,22 +206,46 @@ func (r *Router) Resolve(ctx context.Context, names []string) ([]protocol.Server
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, n := range names {
+		s := cat.Server(n)
+		if s == nil {
+			errs[i] = fmt.Errorf("server '%s' is disabled in %s (\"disabled\": true)", n, r.disabled(n))
+			// Its alias is computed beside the live servers', so it cannot
+			// take the name of a granted server's proxy.
+			aliases := alias.Servers(append(cat.Names(), n))
+			out[i] = protocol.Server{Name: n, Alias: aliases[len(aliases)-1], Tools: []protocol.Tool{}, Error: errs[i].Error()}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := cat.Server(n)
 			tools, err := s.Client.Ready(ctx)
-			errs[i] = err
-			out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()
+			if err == nil {
+				out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()
+				return
+			}
+			// The client's errors name the server already ("Server 'x' did
+			// not answer initialize ..."); a note starts lower-case.
+			msg := err.Error()
+			if prefix := fmt.Sprintf("Server '%s' ", n); strings.HasPrefix(msg, prefix) {
+				msg = "server '" + n + "' " + msg[len(prefix):]
+			} else {
+				msg = fmt.Sprintf("server '%s' failed to start: %s", n, msg)
+			}
+			errs[i] = errors.New(msg)
+			out[i] = s.protocolServer() // the disk catalog's tools, if any
+			out[i].Error = errs[i].Error()
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			notes = append(notes, err.Error()+"; its tools raise MCPError")
 		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 // ServeSandbox implements RequestRouter: it answers method through the one

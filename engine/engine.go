@@ -152,6 +152,9 @@ func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
 		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason})
 	}
+	for _, p := range set.Disabled {
+		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason, Disabled: true})
+	}
 	e.skipped.Store(&skipped)
 	for _, p := range set.Self {
 		e.Log.Debug().Str("file", p.File).Str("entry", p.Entry).Msg("config entry skipped: it launches this bridge")

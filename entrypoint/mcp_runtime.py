@@ -65,6 +65,8 @@ def _begin_call(params):
         for alias, fn in proxy._fns.items():
             setattr(mod, alias, fn)
         mod.__all__ = list(proxy._fns)
+        if srv.get("error"):
+            mod.__getattr__ = proxy._broken
         mod.TOOLS = [_tool_entry(t) for t in srv["tools"]]
         mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
         sys.modules[mod.__name__] = mod
@@ -699,7 +701,14 @@ class _ServerProxy:
     def __init__(self, srv):
         self._name = srv["name"]
         self._alias = srv["alias"]
+        self._error = srv.get("error")  # disabled or failed to start
         self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
+
+    def _broken(self, attr):
+        """Any name of a server that cannot be used: its cause."""
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise MCPError(self._error, server=self._name, kind="not_available")
 
     def __getattr__(self, attr):
         # Only called when normal lookup fails. Tool aliases may start with
@@ -709,6 +718,8 @@ class _ServerProxy:
         fn = fns.get(attr) if fns is not None else None
         if fn is not None:
             return fn
+        if self.__dict__.get("_error") and not attr.startswith("__"):
+            self._broken(attr)
         if attr.startswith("_"):
             raise AttributeError(attr)
         try:

@@ -91,6 +91,9 @@ type Server struct {
 	Alias       string `json:"alias"`
 	Description string `json:"description,omitempty"`
 	Tools       []Tool `json:"tools"`
+	// Error says why the server cannot be used (disabled, failed to start);
+	// its tools, if any, come from its disk catalog and raise it.
+	Error string `json:"error,omitempty"`
 }
 
 // ExecParams asks the sandbox to run one cell. Discovered lists every

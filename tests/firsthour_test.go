@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,52 @@ except MCPError as e:
 	}
 	if n := strings.Count(got, "Did you mean"); n != 1 {
 		t.Errorf("misspelt tool: %d suggestions, want 1: %s", n, got)
+	}
+}
+
+// TestBrokenServerDoesNotFailCall checks that a granted server that is
+// disabled or fails to start does not stop the call: the code runs, the
+// broken server's names raise MCPError with the cause, and the result says
+// which server it was, once. An unknown name still fails before any code
+// runs. Before the change, the whole call failed.
+func TestBrokenServerDoesNotFailCall(t *testing.T) {
+	requirePodman(t)
+	env := withServers(t, map[string]any{
+		"everything": map[string]any{"command": npmBin(t, "mcp-server-everything")},
+		"crash":      map[string]any{"command": "sh", "args": []string{"-c", "echo boom >&2; exit 3"}},
+		"old":        map[string]any{"command": npmBin(t, "mcp-server-everything"), "disabled": true},
+	}, nil)
+	b := startBridge(t, env)
+	code := `print(await mcp_everything.get_sum(a=40, b=2))
+for name in ('crash', 'old'):
+    try:
+        await getattr(mcp_servers[name], 'echo')(message='x')
+    except MCPError as e:
+        print(name, 'raised', e.kind)
+import mcp.servers.old as m
+try:
+    m.echo
+except MCPError as e:
+    print('module raised')`
+	r := b.call(map[string]any{"code": code, "servers": []string{"everything", "crash", "old"}, "timeout": 60})
+	got := text(t, r)
+	if r.IsError {
+		t.Fatalf("the call failed: %s", got)
+	}
+	for _, want := range []string{
+		"42.\ncrash raised not_available\nold raised not_available\nmodule raised",
+		"note: server 'crash' failed to start: exit status 3; last stderr: boom; its tools raise MCPError",
+		`note: server 'old' is disabled in ` + filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "servers.json") + ` ("disabled": true); its tools raise MCPError`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("result lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "note: server 'crash'"); n != 1 {
+		t.Errorf("%d notes about crash, want 1:\n%s", n, got)
+	}
+	r = b.call(map[string]any{"code": "print('ran')", "servers": []string{"everything", "evrything"}})
+	if got := text(t, r); !r.IsError || strings.Contains(got, "ran") || !strings.Contains(got, "Unknown MCP server: evrything; did you mean 'everything'?") {
+		t.Errorf("a typo must fail before the code runs: %s", got)
 	}
 }

@@ -86,6 +86,10 @@ type Set struct {
 	// (the user registered it in the same agent file). That is expected, not
 	// a fault, so it is kept apart from Problems: nobody is asked to fix it.
 	Self []Problem
+	// Disabled are the entries with "disabled": true whose name no other
+	// entry loads, so a call that names one is told it is disabled, and
+	// where, rather than that it is unknown.
+	Disabled []Problem
 	// Warnings are non-fatal notes: duplicates, disabled entries, a missing
 	// cwd, ignored fields, a file without "mcpServers".
 	Warnings []string
@@ -136,6 +140,8 @@ func Load(o Options) Set {
 		l.loadExtra(o.Extra)
 	}
 	l.loadAgentFiles()
+	// A disabled entry whose name another entry loads is only a warning.
+	l.set.Disabled = slices.DeleteFunc(l.set.Disabled, func(p Problem) bool { _, loaded := l.owner[p.Entry]; return loaded })
 	return l.set
 }
 
@@ -320,6 +326,7 @@ func (l *loader) loadEntry(file, name string, raw any, fileDesc string) {
 	}
 	if disabled {
 		l.warn("%s: server %q is disabled; skipped", file, name)
+		l.set.Disabled = append(l.set.Disabled, Problem{File: file, Entry: name, Reason: "disabled"})
 		return
 	}
 	e.File = file
