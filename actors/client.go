@@ -89,6 +89,12 @@ type Client struct {
 
 	uses   chan chan useReply
 	events chan clientEvent
+	// kicks asks for a start in the background (search covers servers
+	// without a catalog this way and never waits); buffered, one pending.
+	kicks chan struct{}
+	// state is what the actor last reported about its process, for
+	// readers that must not wait on the actor (search). Written by Serve.
+	state atomic.Pointer[ClientState]
 	// removed is why a reload stops this actor: written once by the servers
 	// manager (retire) before it removes the actor's supervisor, read by
 	// callers whose call fails; Serve never touches it.
@@ -114,7 +120,18 @@ type Client struct {
 	tools     []ToolInfo
 	eager     bool // restart without waiting for a use (after a crash)
 	lastUse   time.Time
+	startedAt time.Time // when the running start began
 	wg        sync.WaitGroup
+}
+
+// ClientState is a server's start state as search reports it for a server
+// it could not cover. The zero value is a server that was never started.
+type ClientState struct {
+	Ready    bool
+	Starting time.Time // when the current start began; zero when none runs
+	Err      error     // the last start failure or exit, until a start succeeds
+	Failures int
+	RetryAt  time.Time // the next automatic start after a failure; zero when parked
 }
 
 type useReply struct {
@@ -145,6 +162,7 @@ func NewClient(spec ServerSpec, deps *ClientDeps) *Client {
 		log:     deps.Log.With().Str("actor", "client").Str("server", spec.Name).Logger(),
 		uses:    make(chan chan useReply),
 		events:  make(chan clientEvent, 8),
+		kicks:   make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
 }
@@ -175,6 +193,37 @@ func (c *Client) ctxErr(ctx context.Context) error {
 		return fmt.Errorf("Server '%s' did not answer initialize within %ds (MCP_BRIDGE_START_TIMEOUT)", c.spec.Name, int(c.deps.StartTimeout/time.Second))
 	}
 	return fmt.Errorf("Server '%s' was stopped: %w", c.spec.Name, ctx.Err())
+}
+
+// Kick asks the actor to start the server in the background, unless it runs,
+// is starting, or is parked after repeated failures (the next use tries
+// again). It never blocks.
+func (c *Client) Kick() {
+	select {
+	case c.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// State returns what the actor last published about its server; it never
+// waits on the actor.
+func (c *Client) State() ClientState {
+	if s := c.state.Load(); s != nil {
+		return *s
+	}
+	return ClientState{}
+}
+
+// publish records the state for State.
+func (c *Client) publish() {
+	s := &ClientState{Ready: c.conn != nil, Err: c.lastErr, Failures: c.failures}
+	if c.starting {
+		s.Starting = c.startedAt
+	}
+	if !s.Ready && c.lastErr != nil && c.failures < parkAfter {
+		s.RetryAt = c.nextStart
+	}
+	c.state.Store(s)
 }
 
 // Tools returns the server's tools, starting it if needed.
@@ -293,6 +342,10 @@ func (c *Client) Serve(ctx context.Context) error {
 	}()
 	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
 		c.tools = tools
+	} else if ctx.Err() == nil {
+		// No catalog on disk: start in the background now, so the first
+		// search finds the tools instead of waiting for them.
+		c.Kick()
 	}
 	var idleC <-chan time.Time
 	if c.deps.IdleTimeout > 0 {
@@ -310,6 +363,7 @@ func (c *Client) Serve(ctx context.Context) error {
 				c.conn = nil
 				c.eager = false
 				conn.close()
+				c.publish()
 			}
 		case w := <-c.uses:
 			c.lastUse = time.Now()
@@ -326,6 +380,16 @@ func (c *Client) Serve(ctx context.Context) error {
 				restart = time.NewTimer(time.Until(c.nextStart))
 				restartC = restart.C
 			}
+		case <-c.kicks:
+			if c.conn == nil && !c.starting && c.failures < parkAfter {
+				c.lastUse = time.Now() // a kicked server is not idle yet
+				c.eager = true
+				c.maybeStart(startCtx)
+				if !c.starting && restartC == nil {
+					restart = time.NewTimer(time.Until(c.nextStart))
+					restartC = restart.C
+				}
+			}
 		case <-restartC:
 			restartC = nil
 			c.maybeStart(startCtx)
@@ -337,6 +401,7 @@ func (c *Client) Serve(ctx context.Context) error {
 				c.tools = ev.tools
 				c.lastErr = nil
 				c.deps.OnTools(c.spec.Name, c.spec.Hash, ev.tools)
+				c.publish()
 				for _, w := range c.waiters {
 					w <- useReply{conn: c.conn, tools: c.tools}
 				}
@@ -346,6 +411,7 @@ func (c *Client) Serve(ctx context.Context) error {
 			case evFailed:
 				c.starting = false
 				c.noteFailure(ev.err)
+				c.publish()
 				for _, w := range c.waiters {
 					w <- useReply{err: ev.err}
 				}
@@ -364,6 +430,7 @@ func (c *Client) Serve(ctx context.Context) error {
 					c.failures = 0
 				}
 				c.noteFailure(fmt.Errorf("exited (%s)", ev.conn.exitDesc()))
+				c.publish()
 				c.log.Warn().Str("status", ev.conn.exitDesc()).Dur("uptime", up).Str("stderr", ev.conn.stderrTail()).
 					Dur("restartIn", time.Until(c.nextStart)).Msg("server exited; restarting")
 				c.eager = true
@@ -442,6 +509,8 @@ func (c *Client) maybeStart(ctx context.Context) {
 		return
 	}
 	c.starting = true
+	c.startedAt = time.Now()
+	c.publish()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -211,17 +210,19 @@ func (r *Router) namedServer(ctx context.Context, cat *Catalog, scope Scope, met
 	return r.known(ctx, cat, scope, deref(p.Name, p.Server))
 }
 
-// search ranks tools over every discovered server (SRC-2). Servers without a
-// known catalog are started in parallel, bounded; those that fail are
-// skipped with a warning.
+// search ranks tools over every discovered server with a catalog at hand.
+// It never waits on a server: one without a catalog yet (starting, hung,
+// crashed, backing off) is started in the background and reported under
+// "uncovered" with its state, so the next search covers it once it answers.
 func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query string, limit int, detail string) (any, error) {
-	var unknown []*CatalogServer
+	warnings := []string{}
+	uncovered := map[string]string{}
 	for _, s := range cat.Servers {
 		if !s.Known {
-			unknown = append(unknown, s)
+			s.Client.Kick()
+			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, s.Client.State(), scope, time.Now())
 		}
 	}
-	warnings := []string{}
 	userTools, warn := r.userToolDocs()
 	if warn != "" {
 		warnings = append(warnings, warn)
@@ -229,38 +230,13 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 	if cat.Server(UserToolsServer) != nil {
 		userTools = nil // a configured server of that name wins
 	}
-	if len(unknown) == 0 && len(userTools) == 0 {
-		return r.searchResults(cat, query, limit, detail, warnings)
+	if len(userTools) == 0 {
+		return r.searchResults(cat, query, limit, detail, warnings, uncovered)
 	}
 	tools := map[string][]ToolInfo{}
 	for _, s := range cat.Servers {
 		if s.Known {
 			tools[s.Spec.Name] = s.Tools
-		}
-	}
-	if len(unknown) > 0 {
-		sctx, cancel := context.WithTimeout(ctx, r.StartTimeout)
-		defer cancel()
-		results := make([][]ToolInfo, len(unknown))
-		errs := make([]error, len(unknown))
-		sem := make(chan struct{}, 8)
-		var wg sync.WaitGroup
-		for i, s := range unknown {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				results[i], errs[i] = s.Client.Tools(sctx)
-			}()
-		}
-		wg.Wait()
-		for i, s := range unknown {
-			if errs[i] != nil {
-				warnings = append(warnings, fmt.Sprintf("search skipped server '%s': %s", s.Spec.Name, scopedError(scope, s.Spec.Name, errs[i])))
-				continue
-			}
-			tools[s.Spec.Name] = results[i]
 		}
 	}
 	specs := make([]ServerSpec, len(cat.Servers), len(cat.Servers)+1)
@@ -273,16 +249,41 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 		specs = append(specs, ServerSpec{Name: UserToolsServer, Description: "tools saved with save_tool"})
 		tools[UserToolsServer] = userTools
 	}
-	return r.searchResults(buildCatalog(specs, clients, tools), query, limit, detail, warnings)
+	return r.searchResults(buildCatalog(specs, clients, tools), query, limit, detail, warnings, uncovered)
 }
 
-func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string) (any, error) {
+func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string, uncovered map[string]string) (any, error) {
 	results := []any{}
 	for _, i := range cat.search(query, limit) {
 		ref := cat.refs[i]
 		results = append(results, ref.server.doc(ref.tool, detail))
 	}
-	return map[string]any{"results": results, "warnings": warnings}, nil
+	return map[string]any{"results": results, "warnings": warnings, "uncovered": uncovered}, nil
+}
+
+// hungAfter is how long a start runs before search calls the server hung
+// rather than starting.
+const hungAfter = 3 * time.Second
+
+// uncoveredState says why search could not cover a server, and when to
+// search again: "starting", "hung: not answering initialize after 30s",
+// "failed to start: exit status 3; ...; retrying in 2s". A start error shows its
+// details only to a call that grants the server.
+func uncoveredState(name string, st ClientState, scope Scope, now time.Time) string {
+	const again = "; search again in a few seconds"
+	switch {
+	case st.Ready:
+		return "started just now" + again
+	case !st.Starting.IsZero() && now.Sub(st.Starting) >= hungAfter:
+		return fmt.Sprintf("hung: not answering initialize after %ds%s", int(now.Sub(st.Starting)/time.Second), again)
+	case !st.Starting.IsZero() || st.Err == nil:
+		return "starting" + again
+	}
+	why := startFailure(name, scopedError(scope, name, st.Err))
+	if st.RetryAt.IsZero() { // parked after repeated failures
+		return fmt.Sprintf("%s (%d failures in a row); describe_server('%s') tries again", why, st.Failures, name)
+	}
+	return fmt.Sprintf("%s; retrying in %ds%s", why, max(1, int(st.RetryAt.Sub(now).Round(time.Second)/time.Second)), again)
 }
 
 // callTool forwards a tool call of the active run_python call: the server

@@ -223,15 +223,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) (servers []protoco
 				out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()
 				return
 			}
-			// The client's errors name the server already ("Server 'x' did
-			// not answer initialize ..."); a note starts lower-case.
-			msg := err.Error()
-			if prefix := fmt.Sprintf("Server '%s' ", n); strings.HasPrefix(msg, prefix) {
-				msg = "server '" + n + "' " + msg[len(prefix):]
-			} else {
-				msg = fmt.Sprintf("server '%s' failed to start: %s", n, msg)
-			}
-			errs[i] = errors.New(msg)
+			errs[i] = fmt.Errorf("server '%s' %s", n, startFailure(n, err.Error()))
 			out[i] = s.protocolServer() // the disk catalog's tools, if any
 			out[i].Error = errs[i].Error()
 		}()
@@ -269,11 +261,23 @@ func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name stri
 	if s.Known {
 		return s, nil
 	}
-	tools, err := s.Client.Tools(ctx)
+	// Waits for this server only, within its start timeout.
+	tools, err := s.Client.Ready(ctx)
 	if err != nil {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}
 	return newCatalogServer(s.Spec, s.Client, tools, true), nil
+}
+
+// startFailure is a client's start error without the "Server 'x' " head
+// its messages start with, so a note or warning can name the server its own
+// way: "failed to start: exit status 3; last stderr: ..." or "did not
+// answer initialize within 30s (MCP_BRIDGE_START_TIMEOUT)".
+func startFailure(name, msg string) string {
+	if rest, ok := strings.CutPrefix(msg, "Server '"+name+"' "); ok {
+		return rest
+	}
+	return "failed to start: " + msg
 }
 
 func contains(list []string, s string) bool {

@@ -71,7 +71,7 @@ def _begin_call(params):
         mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
-    _CALL.update(servers=servers, proxies=proxies, reset=False)
+    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set())
     # Objects, as the reference gives, but only these three keys: the
     # variable is inherited by subprocesses, and a large one makes every
     # exec fail with E2BIG.
@@ -287,6 +287,13 @@ def _empty_query(query, limit):
 def _search_results(reply):
     for w in reply.get("warnings") or ():
         warnings.warn(w, RuntimeWarning, stacklevel=3)
+    # A server the search could not cover is named once per call, however
+    # many searches the call makes.
+    warned = _CALL.setdefault("uncovered", set())
+    for name, state in sorted((reply.get("uncovered") or {}).items()):
+        if name not in warned:
+            warned.add(name)
+            warnings.warn("search did not cover server '%s': %s" % (name, state), RuntimeWarning, stacklevel=3)
     return reply["results"]
 
 

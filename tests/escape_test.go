@@ -408,7 +408,7 @@ print(json.dumps(out))
 	}
 	var skipped int
 	for _, w := range got.Warnings {
-		if strings.Contains(w, "search skipped server") {
+		if strings.Contains(w, "search did not cover server") {
 			skipped++
 		}
 	}

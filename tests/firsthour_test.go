@@ -1,9 +1,12 @@
 package tests
 
 import (
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFirstMistakes checks that the mistakes a model makes in its first
@@ -122,5 +125,87 @@ except MCPError as e:
 	r = b.call(map[string]any{"code": "print('ran')", "servers": []string{"everything", "evrything"}})
 	if got := text(t, r); !r.IsError || strings.Contains(got, "ran") || !strings.Contains(got, "Unknown MCP server: evrything; did you mean 'everything'?") {
 		t.Errorf("a typo must fail before the code runs: %s", got)
+	}
+}
+
+// TestDiscoveryNeverWaits checks that search answers from the catalogs at
+// hand whatever state other servers are in: a server that never answers
+// initialize, one that exits at once, and a real one, with the default 30 s
+// start timeout. Each uncovered server is named once per call, with its
+// state, and a server that answers is covered by a later search. Before the
+// change every search waited the whole start timeout for the hung server.
+func TestDiscoveryNeverWaits(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, withServers(t, map[string]any{
+		"everything": map[string]any{"command": npmBin(t, "mcp-server-everything")},
+		"hung":       map[string]any{"command": "sleep", "args": []string{"3600"}},
+		"crash":      map[string]any{"command": "sh", "args": []string{"-c", "exit 3"}},
+	}, nil))
+	search := `import json, time, warnings
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter('always')
+    t0 = time.monotonic()
+    hits = await runtime.search_tool_docs('echo', limit=3)
+    hits += runtime.search_tool_docs_sync('sum two numbers', limit=3)
+    took = time.monotonic() - t0
+print(json.dumps({'took': took, 'tools': [h['tool'] for h in hits], 'warnings': [str(x.message) for x in w]}))`
+	type reply struct {
+		Took     float64  `json:"took"`
+		Tools    []string `json:"tools"`
+		Warnings []string `json:"warnings"`
+	}
+	check := func(got reply) map[string]string {
+		t.Helper()
+		// The start timeout is 30 s: a search that waited for the hung
+		// server would take at least that.
+		if got.Took > 10 {
+			t.Errorf("two searches took %.1fs; they must not wait on servers", got.Took)
+		}
+		byServer := map[string]string{}
+		for _, w := range got.Warnings {
+			name, state, ok := strings.Cut(strings.TrimPrefix(w, "search did not cover server '"), "': ")
+			if !ok {
+				t.Errorf("unexpected warning %q", w)
+				continue
+			}
+			if _, dup := byServer[name]; dup {
+				t.Errorf("server %s named twice in one call: %q", name, got.Warnings)
+			}
+			byServer[name] = state
+		}
+		return byServer
+	}
+	var first reply
+	if err := json.Unmarshal([]byte(b.mustOK(search)), &first); err != nil {
+		t.Fatal(err)
+	}
+	states := check(first)
+	if _, ok := states["hung"]; !ok {
+		t.Errorf("the hung server is not named: %q", first.Warnings)
+	}
+	// The hung server is reported as hung once its start has run a while,
+	// the crashing one with its cause, and the real one gets covered.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		time.Sleep(time.Second)
+		var got reply
+		if err := json.Unmarshal([]byte(b.mustOK(search)), &got); err != nil {
+			t.Fatal(err)
+		}
+		states = check(got)
+		done := strings.HasPrefix(states["hung"], "hung: not answering initialize after ") &&
+			strings.HasPrefix(states["crash"], "failed to start: exit status 3; last stderr: (withheld") &&
+			slices.Contains(got.Tools, "echo") && states["everything"] == ""
+		if done {
+			for name, state := range states {
+				if !strings.HasSuffix(state, "; search again in a few seconds") && !strings.Contains(state, "tries again") {
+					t.Errorf("%s: %q names no next step", name, state)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: tools %q, states %q", got.Tools, states)
+		}
 	}
 }
