@@ -33,9 +33,7 @@ FLAGS = __future__.annotations.compiler_flag
 _MAX_TYPE_DEPTH = 20
 
 
-def reserved_names():
-    """Every reserved name that does not start with "_" or "mcp_", with the
-    reason reserved_reason gives for it."""
+def _reserved():
     out = {}
     for names, why in ((RUNTIME_GLOBALS, "a sandbox global"),
                        (keyword.kwlist + keyword.softkwlist, "a Python keyword"),
@@ -47,6 +45,17 @@ def reserved_names():
     return out
 
 
+# Taken when the worker loads this module, before any user code can add or
+# remove builtins.
+_RESERVED = _reserved()
+
+
+def reserved_names():
+    """Every reserved name that does not start with "_" or "mcp_", with the
+    reason reserved_reason gives for it."""
+    return dict(_RESERVED)
+
+
 def reserved_reason(name):
     """Why name may not be a saved tool's (a Python builtin, ...), or None."""
     if not isinstance(name, str) or not name.isascii() or not name.isidentifier() or len(name) > 64:
@@ -55,7 +64,7 @@ def reserved_reason(name):
         return "it starts with '_'"
     if name.startswith("mcp_"):
         return "it starts with 'mcp_'"
-    return reserved_names().get(name)
+    return _RESERVED.get(name)
 
 
 def _type_problem(node, depth=0):
