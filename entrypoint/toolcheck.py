@@ -57,9 +57,7 @@ def reserved_names():
 
 
 def reserved_reason(name):
-    """Why name may not be a saved tool's (a Python builtin, ...), or None."""
-    if not isinstance(name, str) or not name.isascii() or not name.isidentifier() or len(name) > 64:
-        return "not a Python identifier of at most 64 ASCII characters"
+    """Why the identifier name is reserved (a Python builtin, ...), or None."""
     if name.startswith("_"):
         return "it starts with '_'"
     if name.startswith("mcp_"):
@@ -154,6 +152,8 @@ def source_problem(name, source):
 def compile_tool(name, source):
     """(code, None): the code of a saved tool that passes every rule, which
     only binds the function name when run; else (None, why)."""
+    if not isinstance(name, str) or not name.isascii() or not name.isidentifier() or len(name) > 64:
+        return None, "its name is not a Python identifier of at most 64 ASCII characters"
     why = reserved_reason(name)
     if why:
         return None, "its name is reserved by the sandbox (%s)" % why
