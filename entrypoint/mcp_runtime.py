@@ -332,7 +332,18 @@ def save_tool(func):
     name = func.__code__.co_name  # the name its def statement binds
     if not name.isidentifier():
         raise MCPError("save_tool needs a function defined with def, not %s" % name, kind="invalid_arguments")
+    # The same rules as at load (mcp._toolcheck); here they only give an
+    # honest user the reason at once.
+    check = sys.modules["mcp._toolcheck"]
+    why = check.reserved_reason(name)
+    if why:
+        raise MCPError("Tool name '%s' is reserved by the sandbox (%s); rename the function" % (name, why),
+                       kind="invalid_arguments")
     source = _function_source(func)
+    why = check.source_problem(name, source)[1]
+    if why:
+        raise MCPError("save_tool cannot save '%s': %s. A saved tool is one plain def: no decorators, literal "
+                       "defaults, plain type annotations" % (name, why), kind="invalid_arguments")
     try:
         sig = str(inspect.signature(func))
     except (TypeError, ValueError):
@@ -421,22 +432,30 @@ def _slow_load(signum, frame):
 
 
 def _load_user_tools(ns, reply=None):
-    """Runs every saved tool's source in the session namespace ns (the
-    first call of a session) and fills module user_tools. reply is the
-    host's saved_tools reply when the exec frame carried it; else it is
-    asked for. Each tool gets _LOAD_BUDGET seconds. Returns notes for tools
-    that could not be loaded."""
+    """Binds every saved tool in the session namespace ns (the first call of
+    a session) and fills module user_tools. reply is the host's saved_tools
+    reply when the exec frame carried it; else it is asked for. A tool is
+    run only once mcp._toolcheck found it to be one plain def, so loading
+    runs no code of its author; the others are skipped with a note and
+    their files kept. Each tool gets _LOAD_BUDGET seconds. Returns the
+    notes: the loaded names first, then one per tool not loaded."""
     mod = _user_tools_module()
     if not isinstance(reply, dict):
         try:
             reply = _call("saved_tools", {})
         except MCPError as e:
             return ["saved tools were not loaded: %s" % e]
+    check = sys.modules["mcp._toolcheck"]
     notes = list(reply.get("problems") or ())
+    loaded = []
     old = signal.signal(signal.SIGALRM, _slow_load)
     try:
         for t in reply.get("tools") or ():
             name, src = t["name"], t.get("source") or ""
+            code, why = check.compile_tool(name, src)
+            if why:
+                notes.append("saved tool '%s' not loaded: %s; runtime.delete_tool('%s')" % (name, why, name))
+                continue
             filename = "<user_tools/%s>" % name
             linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
             _LOADING[0] = name
@@ -444,7 +463,7 @@ def _load_user_tools(ns, reply=None):
             try:
                 signal.setitimer(signal.ITIMER_REAL, _LOAD_BUDGET)
                 try:
-                    exec(compile(src, filename, "exec"), ns)
+                    exec(code, ns)
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 fn = ns.get(name)
@@ -457,10 +476,28 @@ def _load_user_tools(ns, reply=None):
                 notes.append("saved tool '%s' failed to load (%s: %s); %s" % (name, type(e).__name__, e, hint))
                 continue
             setattr(mod, name, fn)
+            loaded.append(name)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+    if loaded:
+        notes.insert(0, _loaded_note(loaded))
     return notes
+
+
+def _loaded_note(names, budget=900):
+    """The note naming the loaded tools, cut to budget bytes (the host keeps
+    1 KiB of a note) with the count of the rest."""
+    note = "loaded saved tools: " + ", ".join(names)
+    if len(note) <= budget:
+        return note
+    shown = []
+    for i, n in enumerate(names):
+        more = " ... and %d more" % (len(names) - i)
+        if len("loaded saved tools: " + ", ".join(shown + [n])) + len(more) > budget:
+            return "loaded saved tools: " + ", ".join(shown) + more
+        shown.append(n)
+    return note
 
 
 # --- memory -----------------------------------------------------------------

@@ -447,6 +447,8 @@ def main(boot, src, argv):
     servers.__file__ = "<bridge/mcp/servers.py>"
     sys.modules["mcp.servers"] = servers
     pkg.servers = servers
+    # The saved-tool rules, loaded before any user code can replace them.
+    _load_module("mcp._toolcheck", "toolcheck.py", boot["files"]["toolcheck.py"])
     rt = types.ModuleType("mcp.runtime")
     rt.__file__ = "<bridge/mcp_runtime.py>"
     rt.LINK = LINK

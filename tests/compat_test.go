@@ -125,7 +125,7 @@ runtime.reset()`, nil)
 		t.Errorf("memory calls = %q, want %q", got, want)
 	}
 	// A new container after reset(): memory and the saved tools are there.
-	if got, want := a.mustRun("(load_memory('project'), double(21), greet.__name__)", nil), "({'goal': 'ship'}, 42, 'greet')"; got != want {
+	if got, want := a.mustRun("(load_memory('project'), double(21), greet.__name__)", nil), "({'goal': 'ship'}, 42, 'greet')\nnote: loaded saved tools: double, greet"; got != want {
 		t.Errorf("after reset: %s, want %s", got, want)
 	}
 	for _, p := range []string{".bridge/memory/project.json", ".bridge/tools/double.py"} {
@@ -144,11 +144,12 @@ print(load_memory("project"), d2(2), double(3), info["metadata"], info["size"] >
 print([m["key"] for m in list_memories()], sorted(list_memories()[0]))
 hits = runtime.search_tool_docs_sync("double")
 print(hits[0]["server"], hits[0]["tool"])`, nil)
-	want := "{'goal': 'ship'} 4 6 {'tags': ['a']} True\n['counter', 'project'] ['created_at', 'key', 'metadata', 'updated_at']\nuser_tools double"
+	want := "{'goal': 'ship'} 4 6 {'tags': ['a']} True\n['counter', 'project'] ['created_at', 'key', 'metadata', 'updated_at']\nuser_tools double\n" +
+		"note: loaded saved tools: double, greet"
 	if got != want {
 		t.Errorf("second bridge:\n got %q\nwant %q", got, want)
 	}
-	if got := c.mustRun("load_memory('counter')", nil); got != "2" {
+	if got := c.mustRun("load_memory('counter')", nil); got != "2\nnote: loaded saved tools: double, greet" {
 		t.Errorf("third bridge: counter = %s, want 2", got)
 	}
 
@@ -179,7 +180,7 @@ print(hits[0]["server"], hits[0]["tool"])`, nil)
 	if got := b.mustRun("print(runtime.delete_tool('double'), runtime.delete_tool('double'), delete_memory('counter'), delete_memory('counter'))", nil); got != "Tool 'double' deleted. Tool 'double' not found. Memory 'counter' deleted. Memory 'counter' not found." {
 		t.Errorf("deletes: %s", got)
 	}
-	if got := b.mustRun("('double' in globals(), 'greet' in globals())", map[string]any{"session": "fresh"}); got != "(False, True)" {
+	if got := b.mustRun("('double' in globals(), 'greet' in globals())", map[string]any{"session": "fresh"}); got != "(False, True)\nnote: loaded saved tools: greet" {
 		t.Errorf("a new session after delete_tool: %s", got)
 	}
 	if _, err := os.Stat(filepath.Join(state, ".bridge/tools/double.py")); !os.IsNotExist(err) {
@@ -200,7 +201,10 @@ func TestCompatMemoryErrors(t *testing.T) {
 		{"load_memory(5)", "MCPError: Memory key must be a string, not int"},
 		{"x = 1\nsave_tool(lambda: x)", "MCPError: save_tool needs a function defined with def"},
 		{"exec('def f(): pass')\nsave_tool(f)", "MCPError: The source of 'f' is not known"},
-		{"def list_memories(): pass\nsave_tool(list_memories)", "MCPError: Tool name 'list_memories' is reserved by the sandbox"},
+		{"def list_memories(): pass\nsave_tool(list_memories)", "MCPError: Tool name 'list_memories' is reserved by the sandbox (a sandbox global)"},
+		{"def print(): pass\nsave_tool(print)", "MCPError: Tool name 'print' is reserved by the sandbox (a Python builtin); rename the function"},
+		{"def f(x=len): pass\nsave_tool(f)", "MCPError: save_tool cannot save 'f': the default of 'x' is not a literal (line 1); use None and set it in the body. A saved tool is one plain def"},
+		{"def deco(f):\n    return f\n@deco\ndef g(): pass\nsave_tool(g)", "MCPError: save_tool cannot save 'g': its def has a decorator (line 1)"},
 	}
 	for _, c := range cases {
 		r := b.call(map[string]any{"code": c.code})
@@ -229,8 +233,8 @@ func writeSavedTool(t *testing.T, state, file, data string) {
 }
 
 // TestCompatSavedToolLoadFailure checks that a saved tool that cannot be
-// read or fails to load is reported in the next result's notes, once per
-// session, and the others still load.
+// read or is refused at load is reported in the next result's notes, once
+// per session, and the others still load.
 func TestCompatSavedToolLoadFailure(t *testing.T) {
 	requirePodman(t)
 	state := t.TempDir()
@@ -246,7 +250,7 @@ func TestCompatSavedToolLoadFailure(t *testing.T) {
 	r := b.run("fine()")
 	got := text(t, r)
 	for _, want := range []string{"'fine'", "note: saved tool 'unreadable' (", "cannot be read",
-		"note: saved tool 'boom' failed to load (NameError: name 'undefined_decorator' is not defined); save it again or remove it with runtime.delete_tool('boom')"} {
+		"note: loaded saved tools: fine\n", "note: saved tool 'boom' not loaded: its def has a decorator (line 1); runtime.delete_tool('boom')"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("first result lacks %q:\n%s", want, got)
 		}
@@ -367,9 +371,10 @@ func TestCompatAgentConfigWatch(t *testing.T) {
 	}
 }
 
-// TestCompatSavedToolHangs checks that a saved tool that hangs while
-// loading is skipped after its load budget with a note naming it: the call
-// runs, and the session stays usable to remove the tool.
+// TestCompatSavedToolHangs checks that a saved tool whose code would hang
+// while loading (a decorator that never returns) is not run: it is skipped
+// with a note naming it, the call runs, and the session stays usable to
+// remove the tool.
 func TestCompatSavedToolHangs(t *testing.T) {
 	requirePodman(t)
 	state := t.TempDir()
@@ -387,7 +392,7 @@ def hang(): pass
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 	r := b.call(map[string]any{"code": "print('ran')", "timeout": 30})
 	got := text(t, r)
-	if want := "ran\nnote: saved tool 'hang' took over 1s to load and was skipped; save it again or remove it with runtime.delete_tool('hang')"; got != want || r.IsError {
+	if want := "ran\nnote: saved tool 'hang' not loaded: its source must be one def and nothing else; it has 3 top-level statements; runtime.delete_tool('hang')"; got != want || r.IsError {
 		t.Errorf("first call:\n got %q\nwant %q", got, want)
 	}
 	if got := b.mustRun("print(runtime.delete_tool('hang'))", nil); got != "Tool 'hang' deleted." {
@@ -417,7 +422,7 @@ func TestSavedToolsLargeSet(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_STATE_DIR": t.TempDir(), "MCP_BRIDGE_MAX_FRAME_BYTES": "1048576"})
 	b.mustRun("def small():\n    return 'small ok'\nprint(save_tool(small))", map[string]any{"session": "s0"})
-	if got := b.mustRun("print(small())", map[string]any{"session": "s1"}); got != "small ok" {
+	if got := b.mustRun("print(small())", map[string]any{"session": "s1"}); got != "small ok\nnote: loaded saved tools: small" {
 		t.Fatalf("a small saved tool in a new session: %q", got)
 	}
 	for i := 1; i <= 4; i++ {
@@ -425,7 +430,7 @@ func TestSavedToolsLargeSet(t *testing.T) {
 		b.mustRun(code, map[string]any{"session": "s0"})
 	}
 	code := "# " + strings.Repeat("y", 300_000) + "\nprint(small(), big1(), big2(), big3(), big4())"
-	if got := b.mustRun(code, map[string]any{"session": "s2"}); got != "small ok big1 big2 big3 big4" {
+	if got := b.mustRun(code, map[string]any{"session": "s2"}); got != "small ok big1 big2 big3 big4\nnote: loaded saved tools: big1, big2, big3, big4, small" {
 		t.Errorf("a large set of saved tools in a new session: %q", tail(got, 300))
 	}
 }

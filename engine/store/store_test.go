@@ -198,8 +198,15 @@ func TestSavedTools(t *testing.T) {
 		t.Errorf("double.py: %v, %v; want mode 0600", fi, err)
 	}
 	for _, c := range []struct{ name, source, want string }{
-		{"runtime", "x", "reserved"},
-		{"mcp_x", "x", "reserved"},
+		{"runtime", "x", "Tool name 'runtime' is reserved by the sandbox (a sandbox global); rename the function"},
+		{"mcp_x", "x", "reserved by the sandbox (it starts with 'mcp_')"},
+		{"__builtins__", "x", "reserved by the sandbox (it starts with '_')"},
+		{"_helper", "x", "reserved by the sandbox (it starts with '_')"},
+		{"print", "x", "reserved by the sandbox (a Python builtin)"},
+		{"json", "x", "reserved by the sandbox (a standard library module)"},
+		{"match", "x", "reserved by the sandbox (a Python keyword)"},
+		{"delete_tool", "x", "reserved by the sandbox (a sandbox global)"},
+		{"display", "x", "reserved by the sandbox (a sandbox global)"},
 		{"a-b", "x", "Invalid tool name"},
 		{"big", strings.Repeat("#", MaxToolBytes+1), "over the 262144-byte limit"},
 		{"empty", " ", "has no source"},
@@ -211,6 +218,11 @@ func TestSavedTools(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.ToolsDir(), "broken.py"), []byte("def broken(): pass\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Saved before its name was reserved: reported, not sent, and kept.
+	planted := toolHeader + `{"name":"print"}` + "\ndef print(*a): pass\n"
+	if err := os.WriteFile(filepath.Join(s.ToolsDir(), "print.py"), []byte(planted), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tools, problems, err := s.SavedTools()
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +230,12 @@ func TestSavedTools(t *testing.T) {
 	if len(tools) != 1 || tools[0].Name != "double" || tools[0].Source != src || tools[0].Doc != "Doubles." || tools[0].Signature != "(x)" {
 		t.Errorf("SavedTools = %+v", tools)
 	}
-	if len(problems) != 1 || !strings.Contains(problems[0], "saved tool 'broken'") {
-		t.Errorf("problems = %q, want one for broken", problems)
+	if len(problems) != 2 || !strings.Contains(problems[0], "saved tool 'broken'") ||
+		problems[1] != "saved tool 'print' not loaded: its name is reserved by the sandbox (a Python builtin); runtime.delete_tool('print')" {
+		t.Errorf("problems = %q, want one for broken and one for print", problems)
+	}
+	if _, err := os.Stat(filepath.Join(s.ToolsDir(), "print.py")); err != nil {
+		t.Errorf("print.py was not kept: %v", err)
 	}
 	for _, want := range []bool{true, false} {
 		if got, err := s.DeleteTool("double"); got != want || err != nil {

@@ -18,19 +18,14 @@ import (
 // line is the tool's metadata as JSON, and the source follows.
 const toolHeader = "# bridge saved tool: "
 
-// reservedNames are the sandbox globals a saved tool may not replace.
-var reservedNames = map[string]bool{
-	"mcp": true, "runtime": true, "mcp_servers": true, "LOADED_MCP_SERVERS": true, "save_tool": true,
-	"user_tools": true, "save_memory": true, "load_memory": true, "update_memory": true, "delete_memory": true,
-	"list_memories": true, "memory_exists": true, "get_memory_info": true, "display": true,
-}
-
+// checkToolName refuses what the sandbox would refuse to load by name alone
+// (pynames.go); the source can only be checked by Python, in the sandbox.
 func checkToolName(name string) error {
 	if !nameRe.MatchString(name) {
 		return invalid("Invalid tool name '%s': use a Python identifier of at most 64 characters", shown(name))
 	}
-	if reservedNames[name] || strings.HasPrefix(name, "mcp_") {
-		return invalid("Tool name '%s' is reserved by the sandbox; rename the function", name)
+	if why := reservedReason(name); why != "" {
+		return invalid("Tool name '%s' is reserved by the sandbox (%s); rename the function", name, why)
 	}
 	return nil
 }
@@ -113,7 +108,7 @@ func (s *Store) readTool(name string) (protocol.SavedTool, error) {
 }
 
 // SavedTools returns every saved tool with its source, sorted by name, and
-// one problem line per file that cannot be read.
+// one problem line per file that cannot be read or has a reserved name.
 func (s *Store) SavedTools() ([]protocol.SavedTool, []string, error) {
 	tools := []protocol.SavedTool{}
 	problems := []string{}
@@ -123,6 +118,12 @@ func (s *Store) SavedTools() ([]protocol.SavedTool, []string, error) {
 			return diskError(err)
 		}
 		for _, name := range names {
+			if why := reservedReason(name); why != "" {
+				// Saved before the name was reserved: never sent to a
+				// sandbox; the file is kept for the user to delete.
+				problems = append(problems, fmt.Sprintf("saved tool '%s' not loaded: its name is reserved by the sandbox (%s); runtime.delete_tool('%s')", name, why, name))
+				continue
+			}
 			t, err := s.readTool(name)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("saved tool '%s' (%s) cannot be read: %v", name, s.toolPath(name), err))
