@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -254,7 +255,9 @@ func (a *activeCall) streamProgress(send ProgressFunc) (stop func()) {
 }
 
 // progressMessage is the last progressLines lines of the newest output, or
-// "running" before any output.
+// "running" before any output. Clients show it as it is, often on a
+// terminal: controls and invalid UTF-8 are rendered as escapes
+// (printable.String), as bridge exec renders output on a terminal.
 func progressMessage(latest string) string {
 	lines := strings.Split(strings.TrimRight(latest, "\n"), "\n")
 	if len(lines) > progressLines {
@@ -264,5 +267,5 @@ func progressMessage(latest string) string {
 	if strings.TrimSpace(msg) == "" {
 		return "running"
 	}
-	return msg
+	return printable.String(msg)
 }
