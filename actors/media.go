@@ -109,7 +109,7 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 	case protocol.MethodImage:
 		var p protocol.ImageParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || a == nil || a.scope.Call != p.Call {
-			s.log.Debug().Msg("link: image frame outside the active call or invalid; dropped")
+			s.dropped("image frame outside the active call or invalid", "")
 			return
 		}
 		a.mu.Lock()
@@ -121,13 +121,14 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 		}
 		if err != nil {
 			m.dropped++
-			s.log.Warn().Err(err).Int64("call", p.Call).Msg("link: image frame refused")
+			s.dropped("image frame refused", err.Error())
 			return
 		}
 		m.images = append(m.images, result.Image{MIMEType: p.MIMEType, Data: p.Data})
 	case protocol.MethodProgress:
 		var p protocol.ProgressParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || a == nil || a.scope.Call != p.Call {
+			s.dropped("progress frame outside the active call or invalid", "")
 			return
 		}
 		a.mu.Lock()
