@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -78,7 +79,9 @@ func (e *Engine) FetchSpill(ctx context.Context, r result.Result) (string, error
 			return "", fmt.Errorf("copying %s took over %v", src, bound)
 		}
 		if res.Status != result.StatusSuccess || res.Truncated {
-			return "", fmt.Errorf("read %s: %s", src, strings.TrimSpace(res.Error+" "+stdoutOf(res)))
+			// The session's text is bounded: a sabotaged read may print
+			// up to the output cap.
+			return "", fmt.Errorf("read %s: %s", src, printable.Log(strings.TrimSpace(res.Error+" "+stdoutOf(res))))
 		}
 		part, err := base64.StdEncoding.DecodeString(stdoutOf(res))
 		if err != nil {

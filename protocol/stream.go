@@ -19,7 +19,8 @@ import (
 // '\n'-terminated line. Unlike jsonrpc2.PlainObjectStream it has no line
 // length limit below maxFrame, and a bad line never ends the link: lines that
 // are not JSON-RPC objects are skipped (debug log of their first 200 bytes),
-// and lines longer than maxFrame are discarded with a warning.
+// and lines longer than maxFrame are discarded with a warning; with OnSkip
+// both are reported to its function instead of the log.
 type LineStream struct {
 	r        *bufio.Reader
 	maxFrame int
