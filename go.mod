@@ -3,6 +3,7 @@ module github.com/bridge-mcp/bridge
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/rs/zerolog v1.35.1

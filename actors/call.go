@@ -18,6 +18,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -131,11 +132,17 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, nil, false)
 	}
 	call := &activeCall{
-		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64)},
+		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 	}
 	sb.active.Store(call)
+	defer sb.reportDrops(n) // after the call is no longer active: what came in it is counted
+	defer func() {
+		if k := call.scope.Refused.Load(); k > 1 {
+			s.log.Warn().Int64("call", n).Int64("refused", k).Msg("the policy refused tool calls of this call; the first is logged above")
+		}
+	}()
 	defer sb.active.Store(nil)
 	progress := progressFrom(req.Ctx)
 	if progress != nil {
@@ -307,7 +314,7 @@ func (s *Session) replied(res *result.Result, r protocol.ExecResult, truncated, 
 func (s *Session) linkLost(res *result.Result, sb *sandbox, err error, timedOut bool) {
 	died := sb.waitExit(time.Second)
 	if !died {
-		s.log.Warn().Err(err).Msg("invalid exec reply from a live sandbox; replacing it")
+		s.log.Warn().Str("error", printable.Log(err.Error())).Msg("invalid exec reply from a live sandbox; replacing it")
 		sb.kill()
 	}
 	<-sb.exited

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/protocol/printable"
 )
 
 // child is a started process that owns its pipes, the one way the bridge
@@ -171,7 +173,7 @@ func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
 			partial = partial[:0]
 			data = data[i+1:]
 			t.add(line)
-			log.Debug().Str("stderr", line).Msg("child stderr")
+			log.Debug().Str("stderr", printable.Log(line)).Msg("child stderr")
 		}
 		if err != nil {
 			if len(partial) > 0 {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -32,6 +32,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		return
 	}
 	if !isBoxMethod(req.Method) {
+		s.dropped("request for an unknown method", req.Method)
 		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
 		return
 	}
@@ -40,7 +41,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		size += int64(len(*req.Params))
 	}
 	if !s.admit(size) {
-		s.log.Warn().Str("method", req.Method).Int64("bytes", size).Msg("link: refused a sandbox request over the in-flight bounds")
+		s.dropped("request over the in-flight bounds", req.Method)
 		s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
 			"Too many requests in flight from this sandbox (at most %d running and %d waiting, %d MiB of params); wait for some to finish",
 			maxRunning, maxQueued, s.budget>>20)))
@@ -121,7 +122,7 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 	case protocol.MethodReady:
 		var p protocol.ReadyParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
-			s.log.Warn().Msg("link: invalid ready frame dropped")
+			s.dropped("invalid ready frame", "")
 			return
 		}
 		s.readyOnce.Do(func() {
@@ -132,19 +133,19 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 		var p protocol.OutputParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil ||
 			(p.Stream != result.StreamStdout && p.Stream != result.StreamStderr) {
-			s.log.Debug().Msg("link: invalid output frame dropped")
+			s.dropped("invalid output frame", "")
 			return
 		}
 		a := s.active.Load()
 		if a == nil || a.scope.Call != p.Call {
-			s.log.Debug().Int64("call", p.Call).Int("bytes", len(p.Data)).Msg("link: output outside the active call discarded")
+			s.dropped("output outside the active call", fmt.Sprintf("call %d, %d bytes", p.Call, len(p.Data)))
 			return
 		}
 		a.add(p.Stream, p.Data)
 	case protocol.MethodImage, protocol.MethodProgress:
 		s.handleMedia(req)
 	default:
-		s.log.Debug().Str("method", req.Method).Msg("link: unknown notification dropped")
+		s.dropped("unknown notification", req.Method)
 	}
 }
 
@@ -173,9 +174,17 @@ func LinkError(code int64, kind, msg string) *jsonrpc2.Error {
 	return e
 }
 
-// zerologPrintf adapts zerolog to jsonrpc2.Logger.
-type zerologPrintf struct{ log zerolog.Logger }
+// linkLogger is jsonrpc2's logger for a sandbox's link. jsonrpc2 logs a
+// reply that answers no pending request, which a cell can forge as fast as
+// the link carries it: that is a dropped frame. Anything else is logged at
+// debug level, its sandbox-supplied text bounded.
+type linkLogger struct{ s *sandbox }
 
-func (z zerologPrintf) Printf(format string, v ...any) {
-	z.log.Debug().Msg(strings.TrimSpace(fmt.Sprintf(format, v...)))
+func (l linkLogger) Printf(format string, v ...any) {
+	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
+	if strings.Contains(format, "no corresponding request") {
+		l.s.dropped("reply to no pending request", msg)
+		return
+	}
+	l.s.log.Debug().Msg(printable.Log(msg))
 }

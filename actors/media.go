@@ -14,6 +14,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -108,7 +109,7 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 	case protocol.MethodImage:
 		var p protocol.ImageParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || a == nil || a.scope.Call != p.Call {
-			s.log.Debug().Msg("link: image frame outside the active call or invalid; dropped")
+			s.dropped("image frame outside the active call or invalid", "")
 			return
 		}
 		a.mu.Lock()
@@ -120,13 +121,14 @@ func (s *sandbox) handleMedia(req *jsonrpc2.Request) {
 		}
 		if err != nil {
 			m.dropped++
-			s.log.Warn().Err(err).Int64("call", p.Call).Msg("link: image frame refused")
+			s.dropped("image frame refused", err.Error())
 			return
 		}
 		m.images = append(m.images, result.Image{MIMEType: p.MIMEType, Data: p.Data})
 	case protocol.MethodProgress:
 		var p protocol.ProgressParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || a == nil || a.scope.Call != p.Call {
+			s.dropped("progress frame outside the active call or invalid", "")
 			return
 		}
 		a.mu.Lock()
@@ -254,7 +256,9 @@ func (a *activeCall) streamProgress(send ProgressFunc) (stop func()) {
 }
 
 // progressMessage is the last progressLines lines of the newest output, or
-// "running" before any output.
+// "running" before any output. Clients show it as it is, often on a
+// terminal: controls and invalid UTF-8 are rendered as escapes
+// (printable.String), as bridge exec renders output on a terminal.
 func progressMessage(latest string) string {
 	lines := strings.Split(strings.TrimRight(latest, "\n"), "\n")
 	if len(lines) > progressLines {
@@ -264,5 +268,5 @@ func progressMessage(latest string) string {
 	if strings.TrimSpace(msg) == "" {
 		return "running"
 	}
-	return msg
+	return printable.String(msg)
 }

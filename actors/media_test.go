@@ -133,6 +133,22 @@ func TestStreamProgress(t *testing.T) {
 	}
 }
 
+// TestProgressMessage checks the message of a progress notification: the
+// newest lines, with nothing a client's terminal would act on.
+func TestProgressMessage(t *testing.T) {
+	for _, tc := range []struct{ name, latest, want string }{
+		{"before output", "", "running"},
+		{"blank output", " \n\n", "running"},
+		{"last five lines", "1\n2\n3\n4\n5\n6\n", "2\n3\n4\n5\n6"},
+		{"escape sequences rendered", "ok\n\x1b]52;c;cHduZWQ=\x07\x1b[2Jdone\n", "ok\n" + `\x1b]52;c;cHduZWQ=\x07\x1b[2Jdone`},
+		{"C1 and invalid UTF-8 rendered", "\u009b31m\xff", `\u009b31m\xff`},
+	} {
+		if got := progressMessage(tc.latest); got != tc.want {
+			t.Errorf("%s: progressMessage(%q)\n got %q\nwant %q", tc.name, tc.latest, got, tc.want)
+		}
+	}
+}
+
 // TestLastBytes checks that the preview never starts inside a UTF-8 sequence.
 func TestLastBytes(t *testing.T) {
 	if got := lastBytes("aé€", 3); got != "€" {

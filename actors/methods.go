@@ -12,6 +12,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/schema"
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
@@ -331,12 +332,16 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
 	}
 	if err := cat.policy.Check(p.Server, p.Tool); err != nil {
-		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Int64("call", scope.Call).Msg(err.Error())
+		if firstRefusal(scope) {
+			r.Log.Warn().Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Str("session", scope.Session).Int64("call", scope.Call).Msg(printable.Log(err.Error()))
+		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
 	}
 	if max := cat.policyMaxCalls(); max > 0 && scope.ToolCalls != nil && scope.ToolCalls.Add(1) > int64(max) {
 		msg := fmt.Sprintf("Tool call limit of %d per execution reached (maxToolCallsPerExecution in %s)", max, cat.policy.Source)
-		r.Log.Warn().Str("server", p.Server).Str("tool", p.Tool).Str("session", scope.Session).Msg(msg)
+		if firstRefusal(scope) {
+			r.Log.Warn().Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Str("session", scope.Session).Int64("call", scope.Call).Msg(msg)
+		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
 	}
 	if err := s.validate(i, args); err != nil {
@@ -429,4 +434,10 @@ func notAvailable(name string, configured bool) string {
 	}
 	grant, _ := json.Marshal([]string{name})
 	return fmt.Sprintf("Server '%s' is not available: server '%s' is configured but not granted to this call; pass servers=%s to run_python", name, name, grant)
+}
+
+// firstRefusal reports whether a policy refusal is the execution's first,
+// the one that is logged (Scope.Refused).
+func firstRefusal(scope Scope) bool {
+	return scope.Refused == nil || scope.Refused.Add(1) == 1
 }

@@ -28,6 +28,11 @@ type Scope struct {
 	// ToolCalls counts the execution's proxied tool calls, for the
 	// policy's cap; nil means no counting.
 	ToolCalls *atomic.Int64
+	// Refused counts the execution's tool calls the policy refused: the
+	// first is logged, the rest only counted, and the session logs the
+	// count when the call ends (a loop of refused calls costs the log two
+	// lines, not one each). nil logs every refusal.
+	Refused *atomic.Int64
 }
 
 // RequestRouter serves box→host requests (list, docs, search, call_tool).

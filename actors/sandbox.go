@@ -18,6 +18,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -115,6 +116,7 @@ type sandbox struct {
 	exited    <-chan struct{} // closed when the process has exited
 	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
+	drops     frameDrops // refused or dropped frames, logged as counts (drops.go)
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	admitted  chan struct{} // bounds running plus queued sandbox requests
@@ -230,7 +232,8 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		s.hangUp = func() { _ = s.child.stdin.Close() }
 	}
 	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
-	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
+	stream.OnSkip(s.dropped)
+	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(linkLogger{s}))
 	s.exited = s.proc.exited
 	s.startWatchdog()
 	s.wg.Add(1)
@@ -357,7 +360,7 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 	defer timer.Stop()
 	select {
 	case <-s.ready:
-		s.log.Debug().Dur("sinceSpawn", time.Since(s.spawned)).Str("python", s.info.Python).Msg("sandbox ready")
+		s.log.Debug().Dur("sinceSpawn", time.Since(s.spawned)).Str("python", printable.Log(s.info.Python)).Msg("sandbox ready")
 		if !pythonAtLeast(s.info.Python, 3, 11) {
 			return false, fmt.Errorf("Sandbox image has Python %s; 3.11+ is required", s.info.Python)
 		}
@@ -458,6 +461,7 @@ func (s *sandbox) close() {
 		}
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
+		s.reportDrops(0)
 		// The container is removed (or its removal timed out and the
 		// watchdog, which close waited for, tried once more).
 		s.releaseCmd()

@@ -19,7 +19,8 @@ import (
 // '\n'-terminated line. Unlike jsonrpc2.PlainObjectStream it has no line
 // length limit below maxFrame, and a bad line never ends the link: lines that
 // are not JSON-RPC objects are skipped (debug log of their first 200 bytes),
-// and lines longer than maxFrame are discarded with a warning.
+// and lines longer than maxFrame are discarded with a warning; with OnSkip
+// both are reported to its function instead of the log.
 type LineStream struct {
 	r        *bufio.Reader
 	maxFrame int
@@ -34,6 +35,10 @@ type LineStream struct {
 	closeOnce sync.Once
 	closer    io.Closer
 	closed    atomic.Bool
+
+	// skipped, when set, is told of each skipped or discarded line instead
+	// of the log (OnSkip).
+	skipped func(reason, detail string)
 }
 
 // NewLineStream reads frames from r and writes them to w; Close closes c.
@@ -48,6 +53,16 @@ func NewLineStream(r io.Reader, w io.Writer, c io.Closer, maxFrame int, log zero
 // before the stream is used.
 func (s *LineStream) BoundWrites(d time.Duration, stalled func()) {
 	s.bound, s.stalled = d, stalled
+}
+
+// OnSkip makes the stream report each line it skips or discards to f
+// instead of logging it, so that a peer flooding the link with bad lines
+// costs the owner a count, not a log line each. reason is one of a few
+// fixed strings; detail comes from the peer (at most 200 bytes of the
+// line) or states the size of a discarded frame. Call it before the stream
+// is used; f runs on the reading goroutine.
+func (s *LineStream) OnSkip(f func(reason, detail string)) {
+	s.skipped = f
 }
 
 // ErrFrameTooLarge is returned by WriteObject for an object whose encoding
@@ -120,11 +135,19 @@ func (s *LineStream) ReadObject(v any) error {
 			continue
 		}
 		if !looksLikeJSONRPC(line) {
-			s.log.Debug().Str("line", head(line, 200)).Msg("link: skipped a line that is not a JSON-RPC frame")
+			if s.skipped != nil {
+				s.skipped("line that is not a JSON-RPC frame", head(line, 200))
+			} else {
+				s.log.Debug().Str("line", head(line, 200)).Msg("link: skipped a line that is not a JSON-RPC frame")
+			}
 			continue
 		}
 		if err := json.Unmarshal(line, v); err != nil {
-			s.log.Debug().Err(err).Str("line", head(line, 200)).Msg("link: skipped an invalid JSON-RPC frame")
+			if s.skipped != nil {
+				s.skipped("invalid JSON-RPC frame", head(line, 200))
+			} else {
+				s.log.Debug().Err(err).Str("line", head(line, 200)).Msg("link: skipped an invalid JSON-RPC frame")
+			}
 			continue
 		}
 		return nil
@@ -152,7 +175,11 @@ func (s *LineStream) readLine() ([]byte, error) {
 		switch {
 		case err == nil:
 			if over {
-				s.log.Warn().Int("bytes", total).Int("limit", s.maxFrame).Msg("link: discarded a frame over MCP_BRIDGE_MAX_FRAME_BYTES")
+				if s.skipped != nil {
+					s.skipped("frame over MCP_BRIDGE_MAX_FRAME_BYTES", fmt.Sprintf("%d bytes, limit %d", total, s.maxFrame))
+				} else {
+					s.log.Warn().Int("bytes", total).Int("limit", s.maxFrame).Msg("link: discarded a frame over MCP_BRIDGE_MAX_FRAME_BYTES")
+				}
 				return nil, nil
 			}
 			return buf[:len(buf)-1], nil

@@ -393,6 +393,34 @@ func TestLineStreamSkipLogs(t *testing.T) {
 	}
 }
 
+// TestLineStreamOnSkip checks that with OnSkip every skipped or discarded
+// line is reported to it, with a bounded detail, and nothing is logged.
+func TestLineStreamOnSkip(t *testing.T) {
+	logs := &syncBuffer{}
+	noise := strings.Repeat("n", 1000)
+	over := `{"jsonrpc":"2.0","method":"` + strings.Repeat("o", 5000) + `"}`
+	in := noise + "\n" + `{"jsonrpc":"2.0",` + noise + "\n" + over + "\n" + `{"jsonrpc":"2.0","method":"m"}` + "\n"
+	s := NewLineStream(strings.NewReader(in), io.Discard, nil, 4096, zerolog.New(logs))
+	type skip struct{ reason, detail string }
+	var got []skip
+	s.OnSkip(func(reason, detail string) { got = append(got, skip{reason, detail}) })
+	var raw json.RawMessage
+	if err := s.ReadObject(&raw); err != nil || string(raw) != `{"jsonrpc":"2.0","method":"m"}` {
+		t.Fatalf("ReadObject: %s, %v; want the last frame", raw, err)
+	}
+	want := []skip{
+		{"line that is not a JSON-RPC frame", noise[:200]},
+		{"invalid JSON-RPC frame", (`{"jsonrpc":"2.0",` + noise)[:200]},
+		{"frame over MCP_BRIDGE_MAX_FRAME_BYTES", fmt.Sprintf("%d bytes, limit 4096", len(over)+1)},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("skips %q\nwant %q", got, want)
+	}
+	if logs.String() != "" {
+		t.Errorf("logged with OnSkip set: %s", logs.String())
+	}
+}
+
 // TestLineStreamWriteObject checks that WriteObject writes one compact line
 // per object, accepts an encoding of exactly maxFrame bytes, refuses a
 // larger one with an error wrapping ErrFrameTooLarge without writing

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -73,6 +74,11 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
 	a, msg := e.Validate(rawJSON)
+	// On a terminal, cell output could move the cursor, rewrite the
+	// header, set the window title or write the clipboard (OSC 52): it is
+	// rendered (printable.String), and a status line on stderr, after it,
+	// is the last word.
+	tty := isTerminal(m.Stdout)
 	var res result.Result
 	emit := func(r result.Result) {
 		res = r
@@ -87,7 +93,11 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
 			}
 		}
-		if _, err := fmt.Fprintln(m.Stdout, unfence(textOf(e.Render(r)), env.OutputMode)); err != nil {
+		text := unfence(textOf(e.Render(r)), env.OutputMode)
+		if tty {
+			text = printable.String(text)
+		}
+		if _, err := fmt.Fprintln(m.Stdout, text); err != nil {
 			res.Status = result.StatusError
 			fmt.Fprintf(m.Stderr, "bridge: exec: write result: %v\n", err)
 		}
@@ -96,6 +106,9 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: actors.DefaultSession})
 	} else {
 		e.Exec(ctx, a, emit)
+	}
+	if tty {
+		fmt.Fprintln(m.Stderr, statusLine(res))
 	}
 	switch res.Status {
 	case result.StatusSuccess:
@@ -106,6 +119,16 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		return 124
 	}
 	return 1
+}
+
+// statusLine restates the result's status and exit code, which the header
+// on stdout shows too, where the cell's own output may have drawn over it.
+// A result without an exit code (timeout, validation) has no exit part.
+func statusLine(r result.Result) string {
+	if r.ExitCode == nil {
+		return fmt.Sprintf("bridge: status %s", r.Status)
+	}
+	return fmt.Sprintf("bridge: status %s, exit %d", r.Status, *r.ExitCode)
 }
 
 func textOf(r *mcp.CallToolResult) string {

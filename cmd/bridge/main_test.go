@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -114,6 +116,24 @@ func TestUnfence(t *testing.T) {
 	for _, c := range cases {
 		if got := unfence(c.text, c.mode); got != c.want {
 			t.Errorf("unfence(%q, %q) = %q, want %q", c.text, c.mode, got, c.want)
+		}
+	}
+}
+
+// TestStatusLine checks the line exec prints on stderr after the output when
+// stdout is a terminal.
+func TestStatusLine(t *testing.T) {
+	for _, tc := range []struct {
+		res  result.Result
+		want string
+	}{
+		{result.Result{Status: result.StatusSuccess, ExitCode: result.IntPtr(0)}, "bridge: status success, exit 0"},
+		{result.Result{Status: result.StatusError, ExitCode: result.IntPtr(3)}, "bridge: status error, exit 3"},
+		{result.Result{Status: result.StatusTimeout}, "bridge: status timeout"},
+		{result.Result{Status: result.StatusValidation}, "bridge: status validation_error"},
+	} {
+		if got := statusLine(tc.res); got != tc.want {
+			t.Errorf("statusLine(%+v) = %q, want %q", tc.res, got, tc.want)
 		}
 	}
 }
