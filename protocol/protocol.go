@@ -193,8 +193,12 @@ const (
 )
 
 // Error codes of link errors: the range -32000..-32019 (LNK-6), plus the
-// JSON-RPC codes for unknown methods and invalid params (LNK-3).
+// JSON-RPC codes for unknown methods and invalid params (LNK-3), and for
+// frames that cannot be decoded (parse error, or invalid request when the
+// frame's id can still be read).
 const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
 	CodeNotAvailable     = -32000
 	CodeTimeout          = -32001
 	CodeInvalidArguments = -32002

@@ -18,8 +18,9 @@ import (
 // LineStream is a jsonrpc2.ObjectStream that carries one JSON-RPC message per
 // '\n'-terminated line. Unlike jsonrpc2.PlainObjectStream it has no line
 // length limit below maxFrame, and a bad line never ends the link: lines that
-// are not JSON-RPC objects are skipped (debug log of their first 200 bytes),
-// and lines longer than maxFrame are discarded with a warning.
+// are not JSON-RPC objects are skipped (debug log of their first 200 bytes)
+// and answered with a JSON-RPC error, and lines longer than maxFrame are
+// discarded with a warning.
 type LineStream struct {
 	r        *bufio.Reader
 	maxFrame int
@@ -105,7 +106,8 @@ func (s *LineStream) WriteLine(line []byte, d time.Duration) error {
 	return err
 }
 
-// ReadObject reads the next JSON-RPC line into v, skipping invalid lines.
+// ReadObject reads the next JSON-RPC line into v. An invalid line is
+// skipped and answered (answerBadFrame), so a peer waiting on it is told.
 func (s *LineStream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
@@ -121,10 +123,12 @@ func (s *LineStream) ReadObject(v any) error {
 		}
 		if !looksLikeJSONRPC(line) {
 			s.log.Debug().Str("line", head(line, 200)).Msg("link: skipped a line that is not a JSON-RPC frame")
+			s.answerBadFrame(line, errors.New("not a JSON-RPC object"))
 			continue
 		}
 		if err := json.Unmarshal(line, v); err != nil {
 			s.log.Debug().Err(err).Str("line", head(line, 200)).Msg("link: skipped an invalid JSON-RPC frame")
+			s.answerBadFrame(line, err)
 			continue
 		}
 		return nil
