@@ -105,8 +105,11 @@ func (s *Store) commitPut(key string, data []byte) error {
 		u.Bytes += charge(int64(len(data))) - charge(oldSize)
 		return u
 	}
+	// A write that does not grow the bytes passes even over the cap (which
+	// may have been lowered), so shrinking a value always works.
+	overBytes := func(u, n usage) bool { return n.Bytes > int64(s.maxTotal) && n.Bytes > u.Bytes }
 	n := next(u)
-	if !existed && n.Keys > s.maxKeys || n.Bytes > int64(s.maxTotal) {
+	if !existed && n.Keys > s.maxKeys || overBytes(u, n) {
 		if u, err = s.recountUsage(); err != nil {
 			return diskError(err)
 		}
@@ -116,7 +119,7 @@ func (s *Store) commitPut(key string, data []byte) error {
 		return invalid("Memory store is full: it holds %d keys, the limit (MCP_BRIDGE_MEMORY_MAX_KEYS); delete_memory() keys you no longer need, or overwrite existing ones",
 			u.Keys)
 	}
-	if n.Bytes > int64(s.maxTotal) {
+	if overBytes(u, n) {
 		return invalid("Memory store is full: this write needs %d of %d bytes (MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES; each key counts whole 4 KiB blocks); delete_memory() keys you no longer need",
 			n.Bytes, s.maxTotal)
 	}

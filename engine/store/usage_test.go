@@ -74,6 +74,15 @@ func TestMemoryChargesBlocks(t *testing.T) {
 	if err := put(s, "k0", `"overwrite"`); err != nil {
 		t.Errorf("overwriting a key within its block: %v", err)
 	}
+	// With the cap lowered under what is stored, shrinking still works
+	// and growing does not.
+	lowered := New(filepath.Dir(filepath.Dir(s.MemoryDir())), 8192, 2*4096)
+	if err := put(lowered, "k1", `"`+strings.Repeat("g", 5000)+`"`); err == nil {
+		t.Errorf("growing a key over a lowered cap was allowed")
+	}
+	if err := put(lowered, "k1", "2"); err != nil {
+		t.Errorf("rewriting a key in its block over a lowered cap: %v", err)
+	}
 	if got, want := recorded(t, s), onDisk(t, s); got != want {
 		t.Errorf("usage record %+v, disk %+v", got, want)
 	}
