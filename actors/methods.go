@@ -44,9 +44,8 @@ var boxMethods = map[string]boxHandler{
 		ok, err := s.MemoryDelete(p.Key)
 		return map[string]bool{"deleted": ok}, err
 	}),
-	protocol.MethodMemoryList: storeMethod(protocol.MethodMemoryList, func(s Store, _ struct{}) (any, error) {
-		list, err := s.MemoryList()
-		return map[string]any{"memories": list}, err
+	protocol.MethodMemoryList: storeMethod(protocol.MethodMemoryList, func(s Store, p protocol.MemoryListParams) (any, error) {
+		return s.MemoryList(p)
 	}),
 	protocol.MethodSaveTool: storeMethod(protocol.MethodSaveTool, func(s Store, p protocol.SaveToolParams) (any, error) {
 		return s.SaveTool(p)

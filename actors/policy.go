@@ -2,13 +2,15 @@ package actors
 
 import (
 	"fmt"
-	"path"
+	"sort"
+	"strings"
 	"time"
 )
 
 // Policy restricts proxied tool calls (docs/SECURITY.md): allow and deny
 // rules per server and tool, a cap on tool calls per run_python execution,
-// and per-tool timeouts. The zero value allows everything.
+// and per-tool timeouts. The zero value allows everything; build a policy
+// with rules through NewPolicy, which compiles its patterns once.
 type Policy struct {
 	// Source is the policy file, for error messages; "" when there is none.
 	Source string
@@ -19,15 +21,71 @@ type Policy struct {
 	MaxCalls int
 	// Servers holds rules by server name; "*" applies to every server.
 	Servers map[string]ServerPolicy
+	// rules is Servers compiled, by server name.
+	rules map[string]serverRules
 }
 
-// ServerPolicy is the rules for one server. Patterns are globs over tool
-// names (path.Match syntax). With Allow set, only matching tools may be
-// called; Deny wins over Allow.
+// ServerPolicy is the rules for one server, as the file writes them.
+// Patterns are ToolPattern syntax over tool names. With Allow set, only
+// matching tools may be called; Deny wins over Allow.
 type ServerPolicy struct {
 	Allow    []string           `json:"allow,omitempty"`
 	Deny     []string           `json:"deny,omitempty"`
 	Timeouts map[string]float64 `json:"timeouts,omitempty"` // seconds, by tool name or pattern
+}
+
+// serverRules is one ServerPolicy compiled.
+type serverRules struct {
+	allow, deny []ToolPattern
+	exact       map[string]time.Duration // timeouts by exact tool name
+	timeouts    []timeoutRule            // pattern timeouts, most specific first
+}
+
+type timeoutRule struct {
+	pattern ToolPattern
+	d       time.Duration
+}
+
+// NewPolicy compiles servers' patterns; the error names the server and the
+// pattern at fault.
+func NewPolicy(source string, maxCalls int, servers map[string]ServerPolicy) (*Policy, error) {
+	p := &Policy{Source: source, MaxCalls: maxCalls, Servers: servers, rules: map[string]serverRules{}}
+	for name, sp := range servers {
+		var r serverRules
+		var err error
+		if r.allow, err = compilePatterns(sp.Allow); err != nil {
+			return nil, fmt.Errorf("server %q: allow: %w", name, err)
+		}
+		if r.deny, err = compilePatterns(sp.Deny); err != nil {
+			return nil, fmt.Errorf("server %q: deny: %w", name, err)
+		}
+		r.exact = map[string]time.Duration{}
+		for pat, secs := range sp.Timeouts {
+			if secs <= 0 {
+				return nil, fmt.Errorf("server %q: timeout of %q must be above 0 seconds", name, pat)
+			}
+			tp, err := CompileToolPattern(pat)
+			if err != nil {
+				return nil, fmt.Errorf("server %q: timeouts: %w", name, err)
+			}
+			d := time.Duration(secs * float64(time.Second))
+			r.exact[pat] = d
+			if strings.ContainsAny(pat, "*?") {
+				r.timeouts = append(r.timeouts, timeoutRule{tp, d})
+			}
+		}
+		// The longest pattern is the most specific; ties go by text, so
+		// the rule that applies never depends on map order.
+		sort.Slice(r.timeouts, func(i, j int) bool {
+			a, b := r.timeouts[i].pattern.String(), r.timeouts[j].pattern.String()
+			if len(a) != len(b) {
+				return len(a) > len(b)
+			}
+			return a < b
+		})
+		p.rules[name] = r
+	}
+	return p, nil
 }
 
 // Check returns an error when the policy refuses server.tool.
@@ -39,14 +97,14 @@ func (p *Policy) Check(server, tool string) error {
 		return fmt.Errorf("Tool calls are disabled: the policy file %s is invalid: %v", p.Source, p.Err)
 	}
 	for _, key := range []string{"*", server} {
-		sp, ok := p.Servers[key]
+		r, ok := p.rules[key]
 		if !ok {
 			continue
 		}
-		if matchAny(sp.Deny, tool) {
+		if matchAny(r.deny, tool) {
 			return fmt.Errorf("Tool %s.%s is denied by the policy (%s)", server, tool, p.Source)
 		}
-		if len(sp.Allow) > 0 && !matchAny(sp.Allow, tool) {
+		if len(r.allow) > 0 && !matchAny(r.allow, tool) {
 			return fmt.Errorf("Tool %s.%s is not allowed by the policy (%s)", server, tool, p.Source)
 		}
 	}
@@ -54,30 +112,22 @@ func (p *Policy) Check(server, tool string) error {
 }
 
 // Timeout returns the policy's timeout for server.tool, the server's rule
-// winning over "*"; ok is false when none applies.
+// winning over "*", and within one an exact name over patterns; ok is
+// false when none applies.
 func (p *Policy) Timeout(server, tool string) (d time.Duration, ok bool) {
 	if p == nil {
 		return 0, false
 	}
 	for _, key := range []string{server, "*"} {
-		sp := p.Servers[key]
-		if secs, found := sp.Timeouts[tool]; found {
-			return time.Duration(secs * float64(time.Second)), true
+		r := p.rules[key]
+		if d, found := r.exact[tool]; found {
+			return d, true
 		}
-		for pat, secs := range sp.Timeouts {
-			if m, _ := path.Match(pat, tool); m {
-				return time.Duration(secs * float64(time.Second)), true
+		for _, t := range r.timeouts {
+			if t.pattern.Match(tool) {
+				return t.d, true
 			}
 		}
 	}
 	return 0, false
-}
-
-func matchAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if m, _ := path.Match(p, name); m {
-			return true
-		}
-	}
-	return false
 }

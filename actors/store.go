@@ -17,7 +17,7 @@ type Store interface {
 	MemoryGet(key string) (protocol.MemoryRecord, error)
 	MemoryPut(p protocol.MemoryPutParams) (protocol.MemoryPutResult, error)
 	MemoryDelete(key string) (bool, error)
-	MemoryList() ([]protocol.MemoryInfo, error)
+	MemoryList(p protocol.MemoryListParams) (protocol.MemoryListResult, error)
 	SaveTool(p protocol.SaveToolParams) (protocol.SavedTool, error)
 	SavedTools() ([]protocol.SavedTool, []string, error)
 	DeleteTool(name string) (bool, error)

@@ -61,7 +61,10 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
-	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal)
+	// A memory_list page takes at most half a frame, leaving room for the
+	// reply's envelope and escaping.
+	e.router.Store = store.New(env.StateDir, env.MemoryMaxValue, env.MemoryMaxTotal,
+		store.WithMaxKeys(env.MemoryMaxKeys), store.WithListBytes(env.MaxFrameBytes/2))
 	e.router.Skipped = func() []actors.ConfigProblem {
 		if p := e.skipped.Load(); p != nil {
 			return *p

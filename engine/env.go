@@ -49,10 +49,12 @@ type Env struct {
 	MaxImageBytes   int     // bytes per attached image
 	Mounts          []Mount // MCP_BRIDGE_MOUNTS, validated; nil when unset
 
-	// MemoryMaxValue and MemoryMaxTotal cap the persistent memory store:
-	// one value (with its metadata) and all of them, in JSON bytes.
+	// MemoryMaxValue, MemoryMaxTotal and MemoryMaxKeys cap the persistent
+	// memory store: one value (with its metadata) in JSON bytes, all of
+	// them in whole 4 KiB blocks per key, and the number of keys.
 	MemoryMaxValue int
 	MemoryMaxTotal int
+	MemoryMaxKeys  int
 	// ConfigSources are the enabled config sources (config.AllSources
 	// order), from MCP_BRIDGE_CONFIG_SOURCES; Home locates their files.
 	ConfigSources []string
@@ -81,7 +83,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
-	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_CONFIG_SOURCES",
+	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_MEMORY_MAX_KEYS", "MCP_BRIDGE_CONFIG_SOURCES",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
 	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
 }
@@ -238,6 +240,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		e.ConfigSources = srcs
 	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
+	e.MemoryMaxKeys = r.intRange("MCP_BRIDGE_MEMORY_MAX_KEYS", 10_000, 1, 1_000_000)
 	e.Structured = r.choice("MCP_BRIDGE_STRUCTURED", "auto", "auto, always or never", "auto", "always", "never")
 	e.Link = r.choice("MCP_BRIDGE_LINK", "auto", "auto or stdio", "auto", "stdio")
 	e.AlwaysLoad = r.str("MCP_BRIDGE_ALWAYS_LOAD") == "" || r.boolean("MCP_BRIDGE_ALWAYS_LOAD")

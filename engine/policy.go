@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 
 	"github.com/bridge-mcp/bridge/actors"
@@ -48,28 +47,10 @@ func LoadPolicy(dir string) *actors.Policy {
 		pol.Err = errors.New(`policy: "maxToolCallsPerExecution" must be 0 (no cap) or more`)
 		return pol
 	}
-	for server, sp := range doc.Servers {
-		for _, pat := range append(append(append([]string{}, sp.Allow...), sp.Deny...), keys(sp.Timeouts)...) {
-			if _, err := path.Match(pat, ""); err != nil {
-				pol.Err = fmt.Errorf("policy: server %q: bad pattern %q: %w", server, pat, err)
-				return pol
-			}
-		}
-		for tool, secs := range sp.Timeouts {
-			if secs <= 0 {
-				pol.Err = fmt.Errorf("policy: server %q: timeout of %q must be above 0 seconds", server, tool)
-				return pol
-			}
-		}
+	compiled, err := actors.NewPolicy(p, doc.MaxToolCallsPerExecution, doc.Servers)
+	if err != nil {
+		pol.Err = fmt.Errorf("policy: %w", err)
+		return pol
 	}
-	pol.MaxCalls, pol.Servers = doc.MaxToolCallsPerExecution, doc.Servers
-	return pol
-}
-
-func keys(m map[string]float64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return compiled
 }

@@ -59,7 +59,7 @@ func TestPolicy(t *testing.T) {
 		`{"servers": `:                               "unexpected EOF",
 		`{"maxToolCalls": 3}`:                        `unknown field "maxToolCalls"`,
 		`{"maxToolCallsPerExecution": -1}`:           "must be 0 (no cap) or more",
-		`{"servers": {"a": {"deny": ["[x"]}}}`:       "bad pattern",
+		`{"servers": {"a": {"deny": ["[x"]}}}`:       "is not pattern syntax",
 		`{"servers": {"a": {"timeouts": {"t": 0}}}}`: "must be above 0 seconds",
 		`{"servers": {"a": {"allow": "list_*"}}}`:    "cannot unmarshal",
 		`[]`: "cannot unmarshal",

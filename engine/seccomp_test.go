@@ -41,7 +41,7 @@ func TestSeccompProfile(t *testing.T) {
 	for _, n := range []string{"unshare", "setns", "mount", "umount2", "pivot_root", "move_mount", "open_tree",
 		"fsopen", "fsmount", "memfd_create", "execveat", "keyctl", "add_key", "request_key", "bpf",
 		"perf_event_open", "userfaultfd", "ptrace", "kexec_load", "kexec_file_load", "init_module",
-		"finit_module", "open_by_handle_at", "process_vm_writev", "pidfd_getfd"} {
+		"finit_module", "open_by_handle_at", "process_vm_writev", "pidfd_getfd", "sync", "syncfs"} {
 		r, ok := plain[n]
 		if !ok || r.Action != "SCMP_ACT_ERRNO" || r.ErrnoRet == nil || *r.ErrnoRet != errnoEPERM {
 			t.Errorf("%s: rule %+v, want ERRNO(EPERM)", n, r)

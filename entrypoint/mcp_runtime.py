@@ -572,8 +572,16 @@ def delete_memory(key):
 
 def list_memories():
     """Every memory as {key, metadata, created_at, updated_at}, sorted by key."""
-    return [{k: m.get(k) for k in ("key", "metadata", "created_at", "updated_at")}
-            for m in _call("memory_list", {})["memories"]]
+    out, after = [], ""
+    while True:
+        # The host answers in pages that each fit one frame.
+        page = _call("memory_list", {"after": after} if after else {})
+        out.extend({k: m.get(k) for k in ("key", "metadata", "created_at", "updated_at")}
+                   for m in page["memories"])
+        nxt = page.get("next") or ""
+        if not nxt or nxt <= after:
+            return out
+        after = nxt
 
 
 def memory_exists(key):

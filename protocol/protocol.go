@@ -14,7 +14,8 @@ import "encoding/json"
 //     happens only when the key's current rev equals it ("" = absent), else
 //     the error kind is "conflict" (update_memory retries)
 //   - memory_delete {key} → {deleted}
-//   - memory_list {} → {memories: [MemoryInfo]}, sorted by key
+//   - memory_list MemoryListParams → MemoryListResult: one page, sorted by
+//     key; the sandbox asks again with after = next until next is empty
 //   - save_tool SaveToolParams → SavedTool (without source)
 //   - saved_tools {} → {tools: [SavedTool], problems: [string]}
 //   - delete_tool {name} → {deleted}
@@ -197,8 +198,12 @@ const (
 )
 
 // Error codes of link errors: the range -32000..-32019 (LNK-6), plus the
-// JSON-RPC codes for unknown methods and invalid params (LNK-3).
+// JSON-RPC codes for unknown methods and invalid params (LNK-3), and for
+// frames that cannot be decoded (parse error, or invalid request when the
+// frame's id can still be read).
 const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
 	CodeNotAvailable     = -32000
 	CodeTimeout          = -32001
 	CodeInvalidArguments = -32002
@@ -232,6 +237,20 @@ type MemoryInfo struct {
 	CreatedAt float64         `json:"created_at"`
 	UpdatedAt float64         `json:"updated_at"`
 	Size      int             `json:"size"`
+}
+
+// MemoryListParams asks for the memories whose keys sort after After (""
+// for the first page).
+type MemoryListParams struct {
+	After string `json:"after,omitempty"`
+}
+
+// MemoryListResult is one page of memory_list, sorted by key; Next, when
+// set, is the After of the next page. Pages keep the reply within one
+// frame however many keys and how much metadata there are.
+type MemoryListResult struct {
+	Memories []MemoryInfo `json:"memories"`
+	Next     string       `json:"next,omitempty"`
 }
 
 // MemoryRecord is memory_get's result: Found is false for an absent key,

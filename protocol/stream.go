@@ -18,9 +18,10 @@ import (
 // LineStream is a jsonrpc2.ObjectStream that carries one JSON-RPC message per
 // '\n'-terminated line. Unlike jsonrpc2.PlainObjectStream it has no line
 // length limit below maxFrame, and a bad line never ends the link: lines that
-// are not JSON-RPC objects are skipped (debug log of their first 200 bytes),
-// and lines longer than maxFrame are discarded with a warning; with OnSkip
-// both are reported to its function instead of the log.
+// are not JSON-RPC objects are skipped (debug log of their first 200 bytes)
+// and answered with a JSON-RPC error, and lines longer than maxFrame are
+// discarded with a warning; with OnSkip both are reported to its function
+// instead of the log.
 type LineStream struct {
 	r        *bufio.Reader
 	maxFrame int
@@ -120,7 +121,8 @@ func (s *LineStream) WriteLine(line []byte, d time.Duration) error {
 	return err
 }
 
-// ReadObject reads the next JSON-RPC line into v, skipping invalid lines.
+// ReadObject reads the next JSON-RPC line into v. An invalid line is
+// skipped and answered (answerBadFrame), so a peer waiting on it is told.
 func (s *LineStream) ReadObject(v any) error {
 	for {
 		line, err := s.readLine()
@@ -140,6 +142,7 @@ func (s *LineStream) ReadObject(v any) error {
 			} else {
 				s.log.Debug().Str("line", head(line, 200)).Msg("link: skipped a line that is not a JSON-RPC frame")
 			}
+			s.answerBadFrame(line, errors.New("not a JSON-RPC object"))
 			continue
 		}
 		if err := json.Unmarshal(line, v); err != nil {
@@ -148,6 +151,7 @@ func (s *LineStream) ReadObject(v any) error {
 			} else {
 				s.log.Debug().Err(err).Str("line", head(line, 200)).Msg("link: skipped an invalid JSON-RPC frame")
 			}
+			s.answerBadFrame(line, err)
 			continue
 		}
 		return nil

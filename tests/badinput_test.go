@@ -285,6 +285,8 @@ func TestBadInputStdio(t *testing.T) {
 		{"invalid UTF-8 bytes", []byte("\xff\xfe\xfd"), "", wantRPCError("", -32700, "Parse error")},
 		{"NUL byte inside JSON", []byte("{\"jsonrpc\":\"2.0\",\"id\":\"nul\",\"method\":\"ping\",\"x\":\x00}"), "", wantRPCError("", -32700, "Parse error")},
 		{"2 MB of garbage", bytes.Repeat([]byte("x"), 2<<20), "", wantRPCError("", -32700, "Parse error")},
+		{"array nested 100,000 deep", []byte(strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)), "", wantRPCError("", -32700, "Parse error")},
+		{"request nested 100,000 deep", []byte(`{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"x":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}`), "", wantRPCError("", -32700, "Parse error")},
 		{"empty array", []byte(`[]`), "", wantRPCError("", -32700, "Failed to parse message")},
 		{"batch array", []byte(`[{"jsonrpc":"2.0","id":"b1","method":"ping"}]`), "", wantRPCError("", -32700, "Failed to parse message")},
 		{"bare number", []byte(`42`), "", wantRPCError("", -32700, "Failed to parse message")},
@@ -475,6 +477,7 @@ var badEnvValues = map[string][]string{
 
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": {"1023", "x", "268435457"},
 	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
+	"MCP_BRIDGE_MEMORY_MAX_KEYS":        {"0", "x", "-1", "1000001"},
 	"MCP_BRIDGE_CONFIG_SOURCES":         {"cursor,nope", "home"},
 	"MCP_BRIDGE_STRUCTURED":             {"sometimes", "true"},
 	"MCP_BRIDGE_LINK":                   {"pipe", "socket"},

@@ -418,3 +418,39 @@ func TestHostileSupervisorKilled(t *testing.T) {
 		t.Errorf("a worker exiting with the OOM code claims an OOM: %v", sc)
 	}
 }
+
+// TestHostileDeepFrame: a request nested 100,000 deep, past the host
+// decoder's depth limit, written straight to the link, is answered with an
+// error naming its id (-32600), whether the id comes before or after the
+// nesting; the call waiting on it used to wait forever. The link keeps
+// working afterwards.
+func TestHostileDeepFrame(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, nil)
+	b.expectText(`import concurrent.futures, json, os, sys
+LINK = sys.modules['mcp.runtime'].LINK
+DEEP = '[' * 100000 + ']' * 100000
+FRAMES = {
+    'id first': lambda i: '{"jsonrpc":"2.0","id":%d,"method":"memory_get","params":%s}' % (i, DEEP),
+    'id last': lambda i: '{"jsonrpc":"2.0","method":"memory_get","params":{"key":%s},"id":%d}' % (DEEP, i),
+}
+out = []
+for name, frame in FRAMES.items():
+    fut = concurrent.futures.Future()
+    id_ = LINK._register(fut)
+    view = memoryview((frame(id_) + '\n').encode())
+    with LINK._wlock:
+        while view:
+            view = view[os.write(LINK._wfd, view):]
+    try:
+        fut.result(timeout=15)
+        out.append(name + ': a result')
+    except TimeoutError:
+        out.append(name + ': no reply in 15 s')
+    except Exception as e:
+        out.append('%s: %s' % (name, str(e)[:100]))
+print('\n'.join(out))
+print(list_memories())`, `id first: Invalid request: the frame could not be decoded: invalid character '[' exceeded max depth
+id last: Invalid request: the frame could not be decoded: invalid character '[' exceeded max depth
+[]`, false)
+}

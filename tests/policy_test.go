@@ -56,3 +56,27 @@ func TestPolicyFile(t *testing.T) {
 		t.Errorf("without a policy: %s", got)
 	}
 }
+
+// TestPolicyDenyCrossesSlash: a deny pattern's '*' matches across '/' and
+// '.' in tool names, which MCP allows: with "*delete*" denied on every
+// server, a tool named admin/delete_all is refused before it reaches the
+// server, while admin/list.v1-x, matched by no rule, still runs.
+func TestPolicyDenyCrossesSlash(t *testing.T) {
+	requirePodman(t)
+	env := withServers(t, map[string]any{"svc": fake("--extra-tools", "admin/delete_all,admin/list.v1-x")}, nil)
+	policy := filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy")
+	if err := os.WriteFile(policy, []byte(`{"servers": {"*": {"deny": ["*delete*"]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, env)
+	cases := []struct{ code, want string }{
+		{"(await runtime.call_tool('svc', 'admin/list.v1-x', {}))['content'][0]['text']", "'called admin/list.v1-x'"},
+		{"await runtime.call_tool('svc', 'admin/delete_all', {})", "MCPError: Tool svc.admin/delete_all is denied by the policy (" + policy + ")"},
+	}
+	for _, c := range cases {
+		r := b.call(map[string]any{"code": c.code, "servers": []string{"svc"}, "timeout": 20})
+		if got := text(t, r); !strings.Contains(got, c.want) {
+			t.Errorf("%s\n got: %s\nwant containing: %s", c.code, got, c.want)
+		}
+	}
+}

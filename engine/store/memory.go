@@ -93,7 +93,7 @@ func (s *Store) MemoryPut(p protocol.MemoryPutParams) (protocol.MemoryPutResult,
 	}
 	var out protocol.MemoryPutResult
 	err := s.locked(s.MemoryDir(), func() error {
-		old, oldSize, err := s.readRecord(p.Key)
+		old, _, err := s.readRecord(p.Key)
 		if err != nil {
 			// A corrupt file is replaced by an unconditional put only.
 			if p.Rev != nil {
@@ -126,16 +126,8 @@ func (s *Store) MemoryPut(p protocol.MemoryPutParams) (protocol.MemoryPutResult,
 		if err != nil {
 			return diskError(err)
 		}
-		used, err := s.memoryBytes()
-		if err != nil {
-			return diskError(err)
-		}
-		if total := used - oldSize + len(data); total > s.maxTotal {
-			return invalid("Memory store is full: this write needs %d of %d bytes (MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES); delete_memory() keys you no longer need",
-				total, s.maxTotal)
-		}
-		if err := writeFile(s.memoryPath(p.Key), data); err != nil {
-			return diskError(err)
+		if err := s.commitPut(p.Key, data); err != nil {
+			return err
 		}
 		out = protocol.MemoryPutResult{Rev: r.Rev, MemoryInfo: r.info(len(data))}
 		return nil
@@ -143,52 +135,41 @@ func (s *Store) MemoryPut(p protocol.MemoryPutParams) (protocol.MemoryPutResult,
 	return out, err
 }
 
-// memoryBytes sums the sizes of the memory files.
-func (s *Store) memoryBytes() (int, error) {
-	des, err := os.ReadDir(s.MemoryDir())
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, de := range des {
-		if !strings.HasSuffix(de.Name(), ".json") || strings.HasPrefix(de.Name(), ".") {
-			continue
-		}
-		if fi, err := de.Info(); err == nil {
-			total += int(fi.Size())
-		}
-	}
-	return total, nil
-}
-
-// MemoryDelete removes key and reports whether it existed.
-func (s *Store) MemoryDelete(key string) (bool, error) {
-	if err := checkKey(key); err != nil {
-		return false, err
-	}
-	return s.removeLocked(s.MemoryDir(), s.memoryPath(key))
-}
-
-// MemoryList describes every memory, sorted by key; unreadable files are
-// left out.
-func (s *Store) MemoryList() ([]protocol.MemoryInfo, error) {
-	out := []protocol.MemoryInfo{}
+// MemoryList describes the memories after p.After, sorted by key, in pages
+// of about the store's list budget: Next is the last key of a page that has
+// more after it, "" on the last page. Unreadable files are left out.
+func (s *Store) MemoryList(p protocol.MemoryListParams) (protocol.MemoryListResult, error) {
+	out := protocol.MemoryListResult{Memories: []protocol.MemoryInfo{}}
 	err := s.locked(s.MemoryDir(), func() error {
 		des, err := os.ReadDir(s.MemoryDir())
 		if err != nil {
 			return diskError(err)
 		}
+		keys := make([]string, 0, len(des))
 		for _, de := range des {
-			key, ok := strings.CutSuffix(de.Name(), ".json")
-			if !ok || checkKey(key) != nil {
+			if key, ok := strings.CutSuffix(de.Name(), ".json"); ok && key > p.After && checkKey(key) == nil {
+				keys = append(keys, key)
+			}
+		}
+		sort.Strings(keys)
+		used := 0
+		for i, key := range keys {
+			r, n, err := s.readRecord(key)
+			if err != nil || r == nil {
 				continue
 			}
-			if r, n, err := s.readRecord(key); err == nil && r != nil {
-				out = append(out, r.info(n))
+			info := r.info(n)
+			// An entry's JSON is its key, metadata and about 100 bytes of
+			// names and numbers; a page holds at least one.
+			cost := len(info.Key) + len(info.Metadata) + 128
+			if used > 0 && used+cost > s.listBytes {
+				out.Next = keys[i-1]
+				return nil
 			}
+			used += cost
+			out.Memories = append(out.Memories, info)
 		}
 		return nil
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, err
 }

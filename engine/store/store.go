@@ -34,20 +34,44 @@ const (
 // lockWait bounds how long an operation waits for another process's lock.
 const lockWait = 5 * time.Second
 
+// Defaults of the options.
+const (
+	DefaultMaxKeys   = 10_000
+	DefaultListBytes = 8 << 20
+)
+
 // Store is the memory and saved-tool store of one state dir. It is safe for
 // concurrent use, also by several processes sharing the dir.
 type Store struct {
-	dir      string // <state>/.bridge
-	maxValue int
-	maxTotal int
-	mu       sync.Mutex // serializes this process's operations; flock covers other processes
-	now      func() time.Time
+	dir       string // <state>/.bridge
+	maxValue  int
+	maxTotal  int
+	maxKeys   int
+	listBytes int
+	mu        sync.Mutex // serializes this process's operations; flock covers other processes
+	now       func() time.Time
 }
 
+// Option sets a store limit beyond the two New takes.
+type Option func(*Store)
+
+// WithMaxKeys caps how many memories are kept (DefaultMaxKeys).
+func WithMaxKeys(n int) Option { return func(s *Store) { s.maxKeys = n } }
+
+// WithListBytes bounds one page of MemoryList, in JSON bytes
+// (DefaultListBytes); the link's frame must hold it with room to spare.
+func WithListBytes(n int) Option { return func(s *Store) { s.listBytes = n } }
+
 // New returns the store under stateDir/.bridge; maxValue bounds one memory
-// (value plus metadata, in JSON bytes) and maxTotal all of them together.
-func New(stateDir string, maxValue, maxTotal int) *Store {
-	return &Store{dir: filepath.Join(stateDir, ".bridge"), maxValue: maxValue, maxTotal: maxTotal, now: time.Now}
+// (value plus metadata, in JSON bytes) and maxTotal all of them together,
+// each charged in whole disk blocks (see usage.go).
+func New(stateDir string, maxValue, maxTotal int, opts ...Option) *Store {
+	s := &Store{dir: filepath.Join(stateDir, ".bridge"), maxValue: maxValue, maxTotal: maxTotal,
+		maxKeys: DefaultMaxKeys, listBytes: DefaultListBytes, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // MemoryDir is where memories are kept.

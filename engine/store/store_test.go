@@ -48,12 +48,12 @@ func TestMemoryRoundTrip(t *testing.T) {
 	if err != nil || !rec.Found || string(rec.Value) != "3" || string(rec.Metadata) != `{"tag":"t"}` || rec.Rev != second.Rev {
 		t.Errorf("MemoryGet(a) = %+v, %v", rec, err)
 	}
-	list, err := s.MemoryList()
-	if err != nil {
-		t.Fatal(err)
+	list, err := s.MemoryList(protocol.MemoryListParams{})
+	if err != nil || list.Next != "" {
+		t.Fatal(list, err)
 	}
 	var keys []string
-	for _, m := range list {
+	for _, m := range list.Memories {
 		keys = append(keys, m.Key)
 	}
 	if got, want := strings.Join(keys, ","), "a,b.c-d_e"; got != want {

@@ -25,7 +25,8 @@
 // stderr-flood, big-line, many-tools. Flags: --name, --tools N (extra tools
 // tool_0000...; many-tools defaults to 2000), --structured, --sleep-start D,
 // --pidfile PATH, and the test knobs --page-size, --workers, --flood-rate,
-// --big-line-bytes, --ignore-sigterm, --ignore-eof (hang-init).
+// --big-line-bytes, --ignore-sigterm, --ignore-eof (hang-init), --extra-tools
+// a,b (tools by those exact names, "/" and "." allowed, answering "called a").
 package main
 
 import (
@@ -70,6 +71,7 @@ type options struct {
 	bigLineBytes  int
 	ignoreSigterm bool
 	ignoreEOF     bool
+	extraTools    string
 }
 
 func main() {
@@ -91,6 +93,7 @@ func run(args []string) int {
 	fs.IntVar(&o.bigLineBytes, "big-line-bytes", 10<<20, "big-line: size of the garbage line before the first response")
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
+	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -283,6 +286,11 @@ func newServer(o options) *server.MCPServer {
 	}
 	s := server.NewMCPServer(o.name, "1.0.0", opts...)
 	registerTools(s, o)
+	for _, name := range strings.Split(o.extraTools, ",") {
+		if name != "" {
+			s.AddTool(tool(name, "Extra tool named by --extra-tools.", emptySchema), calledTool(name))
+		}
+	}
 	for i := 0; i < o.tools; i++ {
 		name := fmt.Sprintf("tool_%04d", i)
 		s.AddTool(mcp.NewToolWithRawSchema(name, manyToolDescription(i), json.RawMessage(manyToolSchema)),
@@ -363,15 +371,20 @@ func registerTools(s *server.MCPServer, o options) {
 			if err != nil || name == "" {
 				return mcp.NewToolResultError("name is required"), nil
 			}
-			s.AddTool(tool(name, "Tool added at runtime by add_tool.", emptySchema), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcp.NewToolResultText("called " + name), nil
-			})
+			s.AddTool(tool(name, "Tool added at runtime by add_tool.", emptySchema), calledTool(name))
 			return mcp.NewToolResultText("added " + name), nil
 		}},
 		server.ServerTool{Tool: tool("counter", "Return a per-process counter: 1 on the first call, then 2, 3, ...", emptySchema), Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strconv.FormatInt(counter.Add(1), 10)), nil
 		}},
 	)
+}
+
+// calledTool answers "called NAME".
+func calledTool(name string) server.ToolHandlerFunc {
+	return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("called " + name), nil
+	}
 }
 
 func bigHandler(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
