@@ -132,13 +132,14 @@ type Launcher struct {
 	owner string
 	log   zerolog.Logger
 
-	mu       sync.Mutex // guards the fields below
-	resolved bool
-	cli      string
-	podman   bool
-	oci      string // effective OCI runtime; may switch to runc (RT-3, settle)
-	err      error
-	pre      *RuntimeFacts // the facts findRuntime read while choosing the CLI, if it did
+	mu        sync.Mutex // guards the fields below
+	resolved  bool
+	cli       string
+	podman    bool
+	oci       string // effective OCI runtime; may switch to runc (RT-3, settle)
+	err       error
+	pre       *RuntimeFacts // the facts findRuntime read while choosing the CLI, if it did
+	unsettled bool          // the OCI runtime waits for the probe (ociUnsettled)
 
 	probeOnce sync.Once    // guards facts: one runtime probe per process (RT-4)
 	facts     RuntimeFacts // set by Facts

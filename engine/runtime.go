@@ -305,6 +305,7 @@ func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
 		l.resolved = true
 		l.cli, l.pre, l.err = findRuntime(context.Background(), l.env.Runtime, l.env.OCIRuntime)
 		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
+		l.unsettled = l.podman && l.env.OCIRuntime == "" && hybridCgroups() && crunPossible()
 	}
 	return l.cli, l.podman, l.oci, l.err
 }

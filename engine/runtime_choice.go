@@ -117,9 +117,59 @@ func (l *Launcher) settle() {
 
 // ociUnsettled reports whether the OCI runtime of this launcher's
 // containers waits for the probe (settle): podman on hybrid cgroups with
-// no MCP_BRIDGE_OCI_RUNTIME.
+// no MCP_BRIDGE_OCI_RUNTIME, where podman may default to crun. Decided
+// once, by resolve.
 func (l *Launcher) ociUnsettled(podman bool) bool {
-	return podman && l.env.OCIRuntime == "" && hybridCgroups()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return podman && l.unsettled
+}
+
+// crunPossible reports whether podman may default to crun: a crun where
+// podman looks for one, or a line of a containers.conf that names it
+// outside a comment. Elsewhere its default is runc, and no container
+// waits for the probe (`podman info` adds half a second to every cold
+// start). A variable for tests.
+var crunPossible = func() bool {
+	if ociFound("crun") {
+		return true
+	}
+	for _, f := range containersConfs() {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if line = strings.TrimSpace(line); !strings.HasPrefix(line, "#") && strings.Contains(line, "crun") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containersConfs are the containers.conf files podman reads: the one
+// CONTAINERS_CONF names instead of the others, else the system's and the
+// user's with their drop-in directories; CONTAINERS_CONF_OVERRIDE last.
+func containersConfs() []string {
+	var files []string
+	if f := os.Getenv("CONTAINERS_CONF"); f != "" {
+		files = append(files, f)
+	} else {
+		dirs := []string{"/usr/share/containers", "/etc/containers"}
+		if dir, err := os.UserConfigDir(); err == nil {
+			dirs = append(dirs, filepath.Join(dir, "containers"))
+		}
+		for _, dir := range dirs {
+			files = append(files, filepath.Join(dir, "containers.conf"))
+			dropIns, _ := filepath.Glob(filepath.Join(dir, "containers.conf.d", "*.conf"))
+			files = append(files, dropIns...)
+		}
+	}
+	if f := os.Getenv("CONTAINERS_CONF_OVERRIDE"); f != "" {
+		files = append(files, f)
+	}
+	return files
 }
 
 // chooseOCI applies hybridOCI to the probe's facts, once, before any

@@ -137,9 +137,10 @@ func TestHybridOCI(t *testing.T) {
 // --runtime runc (it waits for the probe), and so do the global flags of
 // image builds and the bench and the throwaway check's argv.
 func TestSettleChoosesRuncBeforeFirstContainer(t *testing.T) {
-	hybrid := hybridCgroups
-	defer func() { hybridCgroups = hybrid }()
+	hybrid, crun := hybridCgroups, crunPossible
+	defer func() { hybridCgroups, crunPossible = hybrid, crun }()
 	hybridCgroups = func() bool { return true }
+	crunPossible = func() bool { return true }
 	bin := t.TempDir()
 	fakeCLI(t, bin, "runc")
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
@@ -212,5 +213,41 @@ func TestStartErrorRuntimeDown(t *testing.T) {
 	err, retry := l.StartError("docker: "+dockerDown+"\nRun 'docker run --help' for more information\n", 125)
 	if retry || err == nil || !strings.HasPrefix(err.Error(), "Docker daemon not running: start it, or install podman") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("got (%v, %v), want one line that starts with the fix", err, retry)
+	}
+}
+
+// TestCrunPossible: podman may default to crun when one is where podman
+// looks or a containers.conf names it outside a comment; a commented-out
+// mention (Debian's default file) does not count.
+func TestCrunPossible(t *testing.T) {
+	dirs := ociDirs
+	defer func() { ociDirs = dirs }()
+	ociDirs = nil
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CONTAINERS_CONF_OVERRIDE", "")
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		conf string
+		want bool
+	}{
+		{"[engine]\n#runtime = \"crun\"\n#crun = [\"/usr/bin/crun\"]\n", false},
+		{"[engine]\nruntime = \"crun\"\n", true},
+		{"[engine.runtimes]\n  crun = [\"/opt/crun\"]\n", true},
+	} {
+		conf := filepath.Join(dir, "containers.conf")
+		if err := os.WriteFile(conf, []byte(tt.conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("CONTAINERS_CONF", conf)
+		if got := crunPossible(); got != tt.want {
+			t.Errorf("containers.conf %q: %v, want %v", tt.conf, got, tt.want)
+		}
+	}
+	bin := t.TempDir()
+	fakeCLI(t, bin, "crun")
+	t.Setenv("PATH", bin)
+	t.Setenv("CONTAINERS_CONF", filepath.Join(dir, "none"))
+	if !crunPossible() {
+		t.Errorf("crun on PATH: false, want true")
 	}
 }
