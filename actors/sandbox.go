@@ -368,6 +368,11 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 	case <-s.exited:
 		s.stderr.waitDrained(time.Second)
 		err, retry := s.cfg.Launcher.StartError(s.stderr.String(), s.proc.code)
+		if err == nil {
+			// A sandbox that exited is never ready, even when the launcher
+			// changed its settings and asks for another start.
+			err = fmt.Errorf("Sandbox exited with code %d before it was ready", s.proc.code)
+		}
 		return retry, err
 	case <-timer.C:
 		return false, fmt.Errorf("Sandbox did not become ready within %ds (MCP_BRIDGE_START_TIMEOUT)", int(s.cfg.StartTimeout/time.Second))

@@ -283,3 +283,35 @@ func TestFailedSpareStartsFresh(t *testing.T) {
 		t.Fatal("no reply")
 	}
 }
+
+// spareRetryLauncher is spareFailsLauncher whose failed spare asks for a
+// retry, as the engine does after it changed the OCI runtime: the call
+// must get a fresh sandbox, never the dead spare.
+type spareRetryLauncher struct{ spareFailsLauncher }
+
+func (f *spareRetryLauncher) StartError(stderr string, code int) (error, bool) { return nil, true }
+
+// TestSpareRetryStartsFresh: a spare whose failure asks for a retry is not
+// taken for ready.
+func TestSpareRetryStartsFresh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := &spareRetryLauncher{spareFailsLauncher{fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}}}}
+	m := startSessions(t, testConfig(l), 2)
+	s, err := m.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := newRequest(ctx, 10*time.Second)
+	if !s.Exec(ctx, req) {
+		t.Fatal("Exec refused")
+	}
+	select {
+	case got := <-req.Reply:
+		if got.Status != result.StatusSuccess {
+			t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reply")
+	}
+}

@@ -132,12 +132,14 @@ type Launcher struct {
 	owner string
 	log   zerolog.Logger
 
-	mu       sync.Mutex // guards the fields below
-	resolved bool
-	cli      string
-	podman   bool
-	oci      string // effective OCI runtime; may switch to runc (RT-3)
-	err      error
+	mu        sync.Mutex // guards the fields below
+	resolved  bool
+	cli       string
+	podman    bool
+	oci       string // effective OCI runtime; may switch to runc (RT-3, settle)
+	err       error
+	pre       *RuntimeFacts // the facts findRuntime read while choosing the CLI, if it did
+	unsettled bool          // the OCI runtime waits for the probe (ociUnsettled)
 
 	probeOnce sync.Once    // guards facts: one runtime probe per process (RT-4)
 	facts     RuntimeFacts // set by Facts
@@ -173,6 +175,7 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		}
 		return actors.SandboxCommand{Argv: argv, Dir: os.TempDir(), LinkFD: socket}, nil
 	}
+	l.settle()
 	cli, podman, oci, err := l.resolve()
 	if err != nil {
 		return actors.SandboxCommand{}, err
@@ -272,6 +275,13 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 		return fmt.Errorf("local sandbox exited with code %d: %s", exitCode, firstLine(stderr)), false
 	}
 	cli, podman, _, _ := l.resolve()
+	engine := "docker"
+	if podman {
+		engine = "podman"
+	}
+	if down := runtimeDown(engine, stderr); down != nil {
+		return down, false
+	}
 	low := strings.ToLower(stderr)
 	switch {
 	case strings.Contains(low, "image not known") || strings.Contains(low, "no such image") ||
@@ -343,6 +353,7 @@ func (l *Launcher) VerifyArgs(img string) []string { return l.throwawayArgs(img,
 // on fd 3 (the bench's socket floor); nil when this launcher's sandboxes
 // keep the stdio link.
 func (l *Launcher) SocketLinkArgs(img string) []string {
+	l.settle()
 	if cli, podman, oci, err := l.resolve(); err != nil || !SocketLink(l.env, cli, podman, oci) {
 		return nil
 	}
@@ -352,6 +363,7 @@ func (l *Launcher) SocketLinkArgs(img string) []string {
 // throwawayArgs is the argv from "run" to the image of a container with
 // every production flag, its link as linkFD asks.
 func (l *Launcher) throwawayArgs(img string, linkFD bool) []string {
+	l.settle()
 	cli, podman, oci, _ := l.resolve()
 	// No id map: a block is held for a container's life, and this argv
 	// outlives the call. The check container runs as the image's 65534.

@@ -30,7 +30,10 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 		add("FAIL", "runtime", "%v (Linux: `sudo apt-get install podman` or Docker Engine; macOS: Podman Desktop or Docker Desktop)", err)
 		return
 	}
-	f := ProbeRuntime(ctx, cli, e.Launcher.GlobalArgs())
+	// The engine's own defaults: the OCI runtime line below says what the
+	// bridge chooses instead, and why.
+	podman := strings.Contains(filepath.Base(cli), "podman")
+	f := ProbeRuntime(ctx, cli, globalArgs(cli, podman, e.Env.OCIRuntime))
 	if f.Err != nil {
 		add("FAIL", "runtime", "%s: %v", cli, f.Err)
 		return
@@ -43,12 +46,25 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 	if msg := ociRuntimeProblem(f, e.Env.OCIRuntime); msg != "" {
 		add("FAIL", "oci runtime", "%s", msg)
 	}
+	switch oci, problem := hybridOCI(f, e.Env.OCIRuntime, hybridCgroups()); {
+	case oci != "":
+		add("OK", "oci runtime", "podman's default %s cannot start containers on this host's hybrid cgroups; sessions, image builds and the bench use %s", f.OCI, oci)
+	case problem != "":
+		add("FAIL", "oci runtime", "%s", problem)
+	}
 	status, detail := storageCheck(f)
 	add(status, "storage", "%s", detail)
 	if w := LimitsWarning(f, e.Env); w != "" {
 		add("WARN", "limits", "%s", w)
 	} else {
 		add("OK", "limits", "cgroup v%s, %s: --memory, --pids-limit and --cpus are enforced", f.Cgroup, f.Mode())
+	}
+	if f.Engine == "podman" && os.Geteuid() == 0 && filepath.Base(e.Env.OCIRuntime) != "runsc" {
+		if msg := containersRangeProblem("/etc/subuid", "/etc/subgid"); msg != "" {
+			add("WARN", "subuid", "rootful podman: %s", msg)
+		} else {
+			add("OK", "subuid", "the 'containers' subuid and subgid ranges give each session its own host uids")
+		}
 	}
 	if f.Engine == "podman" && os.Geteuid() != 0 {
 		if msg := subIDProblem(); msg != "" {
@@ -73,18 +89,8 @@ func ociRuntimeProblem(f RuntimeFacts, oci string) string {
 		return fmt.Sprintf("docker %s does not know the runtime %q (MCP_BRIDGE_OCI_RUNTIME; known: %s): register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd, or unset MCP_BRIDGE_OCI_RUNTIME",
 			f.Version, oci, strings.Join(f.Runtimes, ", "))
 	}
-	if filepath.IsAbs(oci) {
-		if _, err := os.Stat(oci); err == nil {
-			return ""
-		}
-	} else if _, err := exec.LookPath(oci); err == nil {
+	if ociFound(oci) {
 		return ""
-	} else {
-		for _, dir := range []string{"/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/libexec/podman"} {
-			if _, err := os.Stat(filepath.Join(dir, oci)); err == nil {
-				return ""
-			}
-		}
 	}
 	return fmt.Sprintf("OCI runtime %q (MCP_BRIDGE_OCI_RUNTIME) not found: install it (e.g. `sudo apt-get install %s`) or unset MCP_BRIDGE_OCI_RUNTIME", oci, filepath.Base(oci))
 }

@@ -27,3 +27,17 @@ var localLimitFacts = func(podman bool) (f RuntimeFacts, ok bool) {
 	}
 	return RuntimeFacts{}, false
 }
+
+// hybridCgroups reports whether a local engine runs on hybrid cgroups: v1
+// controllers at /sys/fs/cgroup with a v2 hierarchy at
+// /sys/fs/cgroup/unified (systemd's hybrid layout), which crun refuses. A
+// remote podman (CONTAINER_HOST) runs on another host. A variable for
+// tests.
+var hybridCgroups = func() bool {
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
+		return false
+	}
+	var root, unified unix.Statfs_t
+	return unix.Statfs("/sys/fs/cgroup", &root) == nil && root.Type != unix.CGROUP2_SUPER_MAGIC &&
+		unix.Statfs("/sys/fs/cgroup/unified", &unified) == nil && unified.Type == unix.CGROUP2_SUPER_MAGIC
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,19 +162,15 @@ func firstErr(errs ...error) error {
 
 // runtimeError turns a failed `info` into one line: what failed and the fix.
 func runtimeError(engine, stderr string, err error) error {
+	if down := runtimeDown(engine, stderr); down != nil {
+		return down
+	}
 	line := errorLine(stderr)
 	if line == "" {
 		line = err.Error()
 	}
 	low := strings.ToLower(stderr)
-	switch {
-	case engine == "docker" && strings.Contains(low, "permission denied"):
-		return fmt.Errorf("docker daemon not reachable: %s; add your user to the docker group (`sudo usermod -aG docker $USER`, then log in again) or use rootless docker", line)
-	case engine == "docker" && (strings.Contains(low, "cannot connect") || strings.Contains(low, "is the docker daemon running")):
-		return fmt.Errorf("docker daemon not reachable: %s; start it (`sudo systemctl start docker`, or start Docker Desktop)", line)
-	case engine == "podman" && (strings.Contains(low, "podman machine") || strings.Contains(low, "unable to connect to podman")):
-		return fmt.Errorf("podman machine not running: %s; run `podman machine start` (once: `podman machine init`)", line)
-	case strings.Contains(low, "newuidmap") || strings.Contains(low, "subuid") || strings.Contains(low, "subgid"):
+	if strings.Contains(low, "newuidmap") || strings.Contains(low, "subuid") || strings.Contains(low, "subgid") {
 		return fmt.Errorf("%s info: %s; give your user subuid/subgid ranges (`sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 $USER`) and run `podman system migrate`", engine, line)
 	}
 	return fmt.Errorf("%s info: %s", engine, line)
@@ -204,18 +199,27 @@ func errorLine(stderr string) string {
 func (l *Launcher) Facts() RuntimeFacts {
 	l.probeOnce.Do(func() {
 		defer l.probed.Store(true)
-		cli, _, _, err := l.resolve()
+		cli, podman, _, err := l.resolve()
 		if err != nil {
 			l.facts = RuntimeFacts{Err: err}
 			return
 		}
-		l.facts = ProbeRuntime(context.Background(), cli, l.GlobalArgs())
+		l.mu.Lock()
+		pre := l.pre
+		l.mu.Unlock()
+		if pre != nil {
+			l.facts = *pre
+		} else {
+			// The engine's defaults, not settle's choice: settle waits for this.
+			l.facts = ProbeRuntime(context.Background(), cli, globalArgs(cli, podman, l.env.OCIRuntime))
+		}
 		switch f := l.facts; {
 		case f.Err != nil:
 			l.log.Error().Err(f.Err).Msg("container runtime")
 		case !f.CgroupLimits():
 			l.log.Warn().Msg(LimitsWarning(f, l.env))
 		}
+		l.chooseOCI(l.facts)
 	})
 	return l.facts
 }
@@ -246,11 +250,11 @@ func (l *Launcher) Serve(ctx context.Context) error {
 	if l.Local() {
 		return suture.ErrDoNotRestart
 	}
-	// Where no container command waits for the facts (limitFacts), the
-	// probe (`podman info`: 0.5 s and more of CPU) waits until the first
-	// container has started, like the startup sweep; a bridge exec that is
-	// done by then never runs it.
-	if _, podman, _, err := l.resolve(); err == nil && knownHere(podman) {
+	// Where no container command waits for the facts (limitFacts, settle),
+	// the probe (`podman info`: 0.5 s and more of CPU) waits until the
+	// first container has started, like the startup sweep; a bridge exec
+	// that is done by then never runs it.
+	if _, podman, _, err := l.resolve(); err == nil && knownHere(podman) && !l.ociUnsettled(podman) {
 		select {
 		case <-time.After(probeDelay):
 		case <-ctx.Done():
@@ -299,8 +303,9 @@ func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
 	defer l.mu.Unlock()
 	if !l.resolved {
 		l.resolved = true
-		l.cli, l.err = findRuntime(l.env.Runtime)
+		l.cli, l.pre, l.err = findRuntime(context.Background(), l.env.Runtime, l.env.OCIRuntime)
 		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
+		l.unsettled = l.podman && l.env.OCIRuntime == "" && hybridCgroups() && crunPossible()
 	}
 	return l.cli, l.podman, l.oci, l.err
 }
@@ -312,28 +317,11 @@ func (l *Launcher) CLI() (string, error) {
 }
 
 // GlobalArgs returns the flags that go before the subcommand: podman's
-// --runtime, and for runsc the network flag gVisor needs (RT-2).
+// --runtime, and for runsc the network flag gVisor needs (RT-2). It
+// settles the OCI runtime first, so that image builds, checks and the
+// bench run their containers as the sessions do.
 func (l *Launcher) GlobalArgs() []string {
+	l.settle()
 	cli, podman, oci, _ := l.resolve()
-	argv := ContainerArgv(ArgvSpec{CLI: cli, Podman: podman, OCIRuntime: oci})
-	if i := slices.Index(argv, "run"); i > 1 {
-		return argv[1:i]
-	}
-	return nil
-}
-
-func findRuntime(name string) (string, error) {
-	if name != "" {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			return "", fmt.Errorf("container runtime %q (MCP_BRIDGE_RUNTIME) not found: %w", name, err)
-		}
-		return p, nil
-	}
-	for _, n := range []string{"podman", "docker"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", ErrNoRuntime
+	return globalArgs(cli, podman, oci)
 }

@@ -58,7 +58,7 @@ func TestProbeRuntime(t *testing.T) {
 			stdout: `{"ServerVersion":"27.1.0","SecurityOptions":["name=seccomp,profile=builtin","name=rootless","name=cgroupns"],"CgroupVersion":"2","Driver":"overlay2","DefaultRuntime":"runc","Runtimes":{"runc":{}}}`,
 			want:   RuntimeFacts{Engine: "docker", Version: "27.1.0", Rootless: true, Cgroup: "2", Driver: "overlay2", OCI: "runc", Runtimes: []string{"runc"}}},
 		{name: "docker daemon down", cli: "docker", stdout: `{"ServerErrors":["Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"]}`,
-			code: 1, wantErr: "docker daemon not reachable: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?; start it"},
+			code: 1, wantErr: "Docker daemon not running: start it, or install podman (`sudo systemctl start docker` or Docker Desktop; `sudo apt-get install podman uidmap`): Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"},
 		{name: "docker permission denied", cli: "docker",
 			stderr: "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock\n", code: 1,
 			wantErr: "add your user to the docker group"},
@@ -140,8 +140,9 @@ func TestLimitsFallback(t *testing.T) {
 // and more on a cold start; elsewhere it waits for the probe and applies
 // its fallbacks.
 func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
-	here := localLimitFacts
-	defer func() { localLimitFacts = here }()
+	here, hybrid := localLimitFacts, hybridCgroups
+	defer func() { localLimitFacts, hybridCgroups = here, hybrid }()
+	hybridCgroups = func() bool { return false } // where they are, the OCI runtime waits for the probe (TestSettle)
 	for _, holds := range []bool{true, false} {
 		localLimitFacts = func(bool) (RuntimeFacts, bool) { return RuntimeFacts{}, holds }
 		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m"}), t.TempDir())

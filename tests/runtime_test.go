@@ -9,19 +9,26 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// TestRuntimeAutoDetect: with MCP_BRIDGE_RUNTIME unset and only the runtime
+// TestRuntimeAutoDetect: with MCP_BRIDGE_RUNTIME unset and the runtime
 // under test on PATH (podman's helpers beside it), the bridge finds that
-// runtime (RT-1), runs code in its container, and leaves none behind.
+// runtime (RT-1), runs code in its container, and leaves none behind. With
+// podman, a docker CLI that cannot reach a daemon is on PATH too: it does
+// not count as a runtime.
 func TestRuntimeAutoDetect(t *testing.T) {
 	requirePodman(t)
 	if testRuntime() == "local" {
 		t.Fatal("needs a container runtime")
 	}
 	dir := t.TempDir()
+	extra := map[string]string{"PATH": dir, "MCP_BRIDGE_RUNTIME": ""}
+	if runtimeCLI() == "podman" {
+		extra["DOCKER_HOST"] = deadDocker(t, dir)
+	}
 	for _, name := range []string{runtimeCLI(), "newuidmap", "newgidmap", "fuse-overlayfs", "slirp4netns", "conmon", "runc", "crun"} {
 		if name != runtimeCLI() && runtimeCLI() == "docker" {
 			continue
@@ -32,7 +39,7 @@ func TestRuntimeAutoDetect(t *testing.T) {
 			}
 		}
 	}
-	b := startBridge(t, map[string]string{"PATH": dir, "MCP_BRIDGE_RUNTIME": ""})
+	b := startBridge(t, extra)
 	b.expectText("print(1)", "1", false)
 	out, err := exec.Command(runtimeCLI(), "ps", "--format", "{{.Names}}").Output()
 	if err != nil {
@@ -41,6 +48,52 @@ func TestRuntimeAutoDetect(t *testing.T) {
 	prefix := "bridge-" + strconv.Itoa(b.cmd.Process.Pid) + "-"
 	if !strings.Contains(string(out), prefix) {
 		t.Errorf("%s ps lists no container %s*:\n%s", runtimeCLI(), prefix, out)
+	}
+}
+
+// deadDocker puts into dir a docker CLI that cannot reach a daemon: the
+// real one when installed, with DOCKER_HOST (returned) naming a socket no
+// daemon listens on, else a stub that fails as it does.
+func deadDocker(t *testing.T, dir string) (dockerHost string) {
+	t.Helper()
+	dockerHost = "unix://" + filepath.Join(t.TempDir(), "no-daemon.sock")
+	if p, err := exec.LookPath("docker"); err == nil {
+		if err := os.Symlink(p, filepath.Join(dir, "docker")); err != nil {
+			t.Fatal(err)
+		}
+		return dockerHost
+	}
+	stub := "#!/bin/sh\necho \"Cannot connect to the Docker daemon at $DOCKER_HOST. Is the docker daemon running?\" >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dockerHost
+}
+
+// TestRuntimeNotAnswering: on a machine whose PATH has a docker CLI that
+// cannot reach a daemon and no podman, there is no runtime: doctor FAILs
+// naming the fix, and the first call fails with one line naming it.
+func TestRuntimeNotAnswering(t *testing.T) {
+	dir := t.TempDir()
+	extra := map[string]string{"PATH": dir, "MCP_BRIDGE_RUNTIME": "", "DOCKER_HOST": deadDocker(t, dir), "MCP_BRIDGE_LOG_LEVEL": "error"}
+	const fix = "Docker daemon not running: start it, or install podman ("
+	out, errOut, code := runCLI(t, extra, "", "doctor")
+	if code != 1 || !strings.Contains(out, "FAIL runtime: "+filepath.Join(dir, "docker")+": "+fix) {
+		t.Errorf("doctor: exit %d, want 1 and a FAIL runtime line with %q:\n%s%s", code, fix, out, errOut)
+	}
+	start := time.Now()
+	out, errOut, code = runCLI(t, extra, "", "exec", "print(1)")
+	var lines []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "Docker daemon") {
+			lines = append(lines, line)
+		}
+	}
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "Sandbox error: "+fix) {
+		t.Errorf("exec: exit %d, lines %q; want 1 and one line with %q:\n%s%s", code, lines, fix, out, errOut)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("exec took %v to fail", took)
 	}
 }
 

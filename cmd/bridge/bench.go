@@ -99,6 +99,9 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	}
 	l := engine.NewLauncher(env, engine.Owner(), m.logger(env, env.LogLevel))
 	cli, err := l.CLI()
+	if err == nil {
+		err = l.Facts().Err // the fix for a runtime that does not answer; settles the OCI runtime
+	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: bench: %v\n", err)
 		return 1

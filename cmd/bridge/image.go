@@ -45,6 +45,12 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	log := m.logger(env, env.LogLevel)
 	l := engine.NewLauncher(env, engine.Owner(), log)
 	cli, err := l.CLI()
+	if err == nil {
+		// A runtime that does not answer fails here with its fix, not
+		// after a registry pull times out; the probe also settles the OCI
+		// runtime the build's containers use (GlobalArgs).
+		err = l.Facts().Err
+	}
 	if err != nil {
 		m.Stderr.Write([]byte("bridge: image build: " + err.Error() + "\n"))
 		return 1
