@@ -47,16 +47,17 @@ func TestModulesCompile(t *testing.T) {
 	}
 }
 
-// TestManualBudget checks MAN-1: the manual costs at most 450 o200k tokens
-// and covers what it must.
+// TestManualBudget checks MAN-1: the manual costs at most 550 o200k tokens
+// (450 before the first-hour work documented grants, search states and the
+// saved-tool rules) and covers what it must.
 func TestManualBudget(t *testing.T) {
 	enc, err := tokenizer.Get(tokenizer.O200kBase)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, _ := enc.Count(Manual)
-	if n > 450 {
-		t.Errorf("manual is %d o200k tokens, budget 450", n)
+	if n > 550 {
+		t.Errorf("manual is %d o200k tokens, budget 550", n)
 	}
 	for _, want := range []string{"persist", "reset()", "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "search_tool_docs", "MCPError",
 		"/workspace/.bridge/", "cwd", "mcp_servers[", "import mcp.servers.",
