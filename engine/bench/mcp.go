@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -177,4 +179,33 @@ func (p *proc) run(ctx context.Context, code, session string) (string, error) {
 // runWith runs code in the default session with servers and a 120 s timeout.
 func (p *proc) runWith(ctx context.Context, code string, servers ...string) (string, error) {
 	return p.runPython(ctx, map[string]any{"code": code, "servers": servers, "timeout": 120})
+}
+
+// awaitCatalogs waits, up to a minute, until search covers every configured
+// server: search answers from the catalogs at hand and names the servers
+// still starting, so a figure taken before would measure an empty search.
+func (p *proc) awaitCatalogs(ctx context.Context) error {
+	const probe = `import warnings
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    await runtime.search_tool_docs("x", limit=1)
+print(sum("search did not cover" in str(x.message) for x in w))`
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := p.runPython(ctx, map[string]any{"code": probe, "session": "bench-catalogs"})
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(out) == "0" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: search still misses %s servers after a minute", strings.TrimSpace(out))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

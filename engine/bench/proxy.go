@@ -81,6 +81,9 @@ func proxyFigures(ctx context.Context, o Options, r *Report) error {
 	// against a substring scan of the same catalog (the reference's way).
 	queries := []string{"read file", "list records", "send message", "delete user", "rdfile", "create issue"}
 	qs, _ := json.Marshal(queries)
+	if err := p.awaitCatalogs(ctx); err != nil {
+		return err
+	}
 	code := fmt.Sprintf("qs = %s\nawait runtime.search_tool_docs(\"warm up\")\n", qs) +
 		timedLoop(samples, "await runtime.search_tool_docs(qs[i % len(qs)], limit=5)")
 	if res, err = p.runWith(ctx, code); err != nil {

@@ -198,6 +198,9 @@ func measureCatalog(ctx context.Context, o Options, cat catalog) (catalogTokens,
 		return m, err
 	}
 	defer cleanup()
+	if err := p.awaitCatalogs(ctx); err != nil {
+		return m, err
+	}
 	flowCall := func(code string) (string, error) {
 		req, _ := json.Marshal(map[string]any{"name": "run_python", "arguments": map[string]any{"code": code}})
 		text, err := p.runPython(ctx, map[string]any{"code": code})
