@@ -6,6 +6,10 @@ user code imports pyplot, and figures still open when a cell ends are sent
 only if pyplot was imported. Caps: at most limits.maxImages images per call
 and limits.maxImageBytes bytes per image; the others are saved under
 /workspace/.bridge/ and reported in the exec reply's "saved" list.
+
+display() and a cell's final value also find the images inside MCP tool
+results (lists, tuples, dicts, content blocks), and their text shows a
+placeholder instead of any base64 (see _walk).
 """
 import base64
 import os
@@ -340,7 +344,7 @@ def _show_found(found):
         try:
             _show_image(item)
         except ValueError as e:  # binascii.Error: a block's data is not base64
-            sys.stderr.write("display: an image was not attached: %s\n" % e)
+            sys.stderr.write("display: an image was not attached: its data is not valid base64 (%s)\n" % e)
 
 
 def final_repr(value):

@@ -94,6 +94,8 @@ func TestBoxDisplayResults(t *testing.T) {
 			"resource": map[string]any{"uri": "file:///x.png", "mimeType": "image/png", "blob": b64}}}},
 		"blob": map[string]any{"content": []any{map[string]any{"type": "resource",
 			"resource": map[string]any{"uri": "file:///x.bin", "mimeType": "application/octet-stream", "blob": b64}}}},
+		"bad": map[string]any{"content": []any{map[string]any{"type": "text", "text": "t"},
+			map[string]any{"type": "image", "data": "not base64!", "mimeType": "image/png"}}},
 		"sound": map[string]any{"content": []any{map[string]any{"type": "audio", "data": b64, "mimeType": "audio/wav"}}},
 	}
 	tool := func(name string, output map[string]any) map[string]any {
@@ -108,7 +110,7 @@ func TestBoxDisplayResults(t *testing.T) {
 		tool("media", map[string]any{"type": "object", "properties": map[string]any{
 			"content": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}}}),
 		tool("text", map[string]any{"type": "object", "properties": map[string]any{"content": map[string]any{"type": "string"}}}),
-		tool("res", nil), tool("blob", nil), tool("sound", nil),
+		tool("res", nil), tool("blob", nil), tool("sound", nil), tool("bad", nil),
 	}}}
 	size := fmt.Sprintf("<image/png %.1f KB>", float64(len(pngData))/1024)
 	cases := []struct {
@@ -135,6 +137,8 @@ func TestBoxDisplayResults(t *testing.T) {
 			[]string{fmt.Sprintf("'blob': <application/octet-stream %.1f KB>", float64(len(pngData))/1024)}},
 		{"audio is text", "await runtime.call_tool('demo', 'sound')", 0,
 			[]string{fmt.Sprintf("'data': <audio/wav %.1f KB>", float64(len(pngData))/1024)}},
+		{"an invalid image is named, not attached", "display(await runtime.call_tool('demo', 'bad'))", 0,
+			[]string{"display: an image was not attached: its data is not valid base64", "'data': <image/png 8 B>"}},
 		{"raw data stays raw", `import json
 raw = await runtime.call_tool('demo', 'media')
 got = await mcp_demo.media()
