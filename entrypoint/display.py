@@ -6,6 +6,10 @@ user code imports pyplot, and figures still open when a cell ends are sent
 only if pyplot was imported. Caps: at most limits.maxImages images per call
 and limits.maxImageBytes bytes per image; the others are saved under
 /workspace/.bridge/ and reported in the exec reply's "saved" list.
+
+display() and a cell's final value also find the images inside MCP tool
+results (lists, tuples, dicts, content blocks), and their text shows a
+placeholder instead of any base64 (see _walk).
 """
 import base64
 import os
@@ -187,15 +191,31 @@ def _pil_png(img):
     return buf.getvalue()
 
 
+def _is_image_mime(mime):
+    return isinstance(mime, str) and mime.startswith("image/")
+
+
 def _image_block(obj):
-    """(bytes, mime) of an MCP image content dict or a runtime.Image; None
-    otherwise. The bytes decide the type when they are a known format."""
-    if isinstance(obj, dict) and obj.get("type") == "image" and isinstance(obj.get("data"), str):
-        data = base64.b64decode(obj["data"], validate=True)
-        return data, _sniff(data) or obj.get("mimeType") or "image/png"
+    """(bytes, mime) of an MCP image content dict, an embedded-resource dict
+    with an image MIME type, a runtime.Image or an image runtime.Resource;
+    None otherwise. The bytes decide the type when they are a known format.
+    Invalid base64 raises ValueError."""
     rt = sys.modules.get("mcp.runtime")
-    if rt is not None and isinstance(obj, getattr(rt, "Image", ())):
-        return bytes(obj.data), _sniff(obj.data) or obj.mime_type or "image/png"
+    if rt is None:
+        return None
+    if isinstance(obj, dict):
+        found = rt._block_data(obj)
+        if found is None:
+            return None
+        holder, key, mime = found
+        if obj.get("type") == "audio" or (obj.get("type") == "resource" and not _is_image_mime(mime)):
+            return None
+        data = base64.b64decode(holder[key], validate=True)
+        return data, _sniff(data) or (mime if _is_image_mime(mime) else "image/png")
+    if isinstance(obj, rt.Image) or (isinstance(obj, rt.Resource) and obj.data is not None
+                                     and _is_image_mime(obj.mime_type)):
+        data = bytes(obj.data)
+        return data, _sniff(data) or obj.mime_type or "image/png"
     return None
 
 
@@ -244,36 +264,116 @@ def _rich_image(obj):
     return None
 
 
+def _show_image(obj):
+    """Attaches obj and returns True when obj is one image of a kind
+    display() knows; False otherwise."""
+    if _is_figure(obj):
+        try:
+            IMAGES.emit(_figure_png(obj), "image/png")
+        finally:
+            plt = sys.modules.get("matplotlib.pyplot")
+            if plt is not None:
+                plt.close(obj)
+        return True
+    if _is_pil(obj):
+        IMAGES.emit(_pil_png(obj), "image/png")
+        return True
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        mime = _sniff(obj)
+        if mime is not None:
+            IMAGES.emit(bytes(obj), mime)
+            return True
+    block = _image_block(obj)
+    if block is None:
+        block = _rich_image(obj)
+    if block is not None:
+        IMAGES.emit(*block)
+        return True
+    return False
+
+
+# --- images inside results ---------------------------------------------------
+
+WALK_NODES = 100000  # items one walk visits at most: a huge value costs a bounded time
+WALK_DEPTH = 50
+_ATOMS = (str, int, float, bool, type(None), bytes, complex)
+
+
+def _walk(obj, found, rich, budget, depth=0):
+    """obj as it should be shown: obj itself, or a plain copy of a list,
+    tuple or dict in which every MCP binary block (image, audio, resource
+    blob) shows a placeholder instead of its base64. Appends every image in
+    obj to found, in order: runtime.Image, image blocks, image resources,
+    and with rich, matplotlib figures and PIL images too."""
+    budget[0] -= 1
+    if type(obj) in _ATOMS or budget[0] < 0 or depth > WALK_DEPTH:
+        return obj
+    rt = sys.modules["mcp.runtime"]
+    if isinstance(obj, (rt.Image, rt.Resource)):
+        if isinstance(obj, rt.Image) or (obj.data is not None and _is_image_mime(obj.mime_type)):
+            found.append(obj)
+        return obj  # their repr has no base64
+    if rich and (_is_figure(obj) or _is_pil(obj)):
+        found.append(obj)
+        return obj
+    if isinstance(obj, dict):
+        block = rt._block_data(obj) if "type" in obj else None
+        if block is not None:
+            kind = obj.get("type")
+            if kind == "image" or (kind == "resource" and _is_image_mime(block[2])):
+                found.append(obj)
+            return rt._redacted_block(obj, block)
+        # A raw CallToolResult may repeat its content blocks as structured
+        # content (server-filesystem's read_media_file does): each image is
+        # attached once, from content.
+        raw = isinstance(obj.get("content"), list) and "structuredContent" in obj
+        out, changed = {}, False
+        for k, v in obj.items():
+            out[k] = w = _walk(v, [] if raw and k == "structuredContent" else found, rich, budget, depth + 1)
+            changed = changed or w is not v
+        return out if changed else obj
+    if isinstance(obj, (list, tuple)):
+        out = [_walk(v, found, rich, budget, depth + 1) for v in obj]
+        if any(a is not b for a, b in zip(out, obj)):
+            return out if isinstance(obj, list) else tuple(out)
+    return obj
+
+
+def _show_found(found):
+    for item in found:
+        try:
+            _show_image(item)
+        except ValueError as e:  # binascii.Error: a block's data is not base64
+            sys.stderr.write("display: an image was not attached: its data is not valid base64 (%s)\n" % e)
+
+
+def final_repr(value):
+    """The text of a cell's final value: its repr, with a placeholder for
+    each MCP image, audio or blob in it; the MCP images are attached as
+    display() would. Figures and PIL images are left to display() (open
+    figures are sent when the cell ends anyway)."""
+    if type(value) in _ATOMS:
+        return repr(value)
+    found = []
+    shown = _walk(value, found, False, [WALK_NODES])
+    _show_found(found)
+    return repr(shown)
+
+
 def display(*objs):
     """Shows each object to the user, like IPython's display(): matplotlib
     figures (closed afterwards), PIL images, PNG/JPEG/GIF/WebP/SVG bytes, MCP
-    image content dicts and runtime.Image become images of this call's
-    result; anything else is printed as text (a DataFrame as a markdown
-    table)."""
+    image content dicts, image resources and runtime.Image become images of
+    this call's result; lists, tuples and dicts (MCP results) are searched
+    for them. Anything else is printed as text (a DataFrame as a markdown
+    table), base64 shown as a placeholder like <image/png 1.2 KB>."""
     for obj in objs:
-        if _is_figure(obj):
-            try:
-                IMAGES.emit(_figure_png(obj), "image/png")
-            finally:
-                plt = sys.modules.get("matplotlib.pyplot")
-                if plt is not None:
-                    plt.close(obj)
+        if _show_image(obj):
             continue
-        if _is_pil(obj):
-            IMAGES.emit(_pil_png(obj), "image/png")
-            continue
-        if isinstance(obj, (bytes, bytearray, memoryview)):
-            mime = _sniff(obj)
-            if mime is not None:
-                IMAGES.emit(bytes(obj), mime)
-                continue
-        block = _image_block(obj)
-        if block is None:
-            block = _rich_image(obj)
-        if block is not None:
-            IMAGES.emit(*block)
-            continue
-        text = _text_of(obj)
+        found = []
+        shown = _walk(obj, found, True, [WALK_NODES])
+        _show_found(found)
+        text = _text_of(shown)
         if len(text) > TEXT_CAP:
             text = text[:TEXT_CAP] + "\n[... %d characters omitted by display()]" % (len(text) - TEXT_CAP)
         print(text)

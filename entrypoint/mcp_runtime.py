@@ -599,6 +599,91 @@ def get_memory_info(key):
 
 # --- results ---------------------------------------------------------------
 
+# The repr and str of a result never carry base64: an image (or audio or
+# blob) shows as a short placeholder, so printing a result costs the model a
+# few tokens, not kilobytes of noise. The bytes stay reachable: .data of an
+# Image, ['data'] of a block dict.
+
+def _size_text(n):
+    if n < 1024:
+        return "%d B" % n
+    if n < 1 << 20:
+        return "%.1f KB" % (n / 1024)
+    return "%.1f MB" % (n / (1 << 20))
+
+
+class _Placeholder:
+    """Stands for base64 data in a repr: <image/png 1.2 KB>."""
+    __slots__ = ("text",)
+
+    def __init__(self, mime, nbytes):
+        self.text = "<%s %s>" % (mime or "binary", _size_text(nbytes))
+
+    def __repr__(self):
+        return self.text
+
+
+def _b64_size(s):
+    """Decoded size of base64 text s, without decoding it."""
+    n = len(s.rstrip())
+    return max(0, n * 3 // 4 - (2 if s.endswith("==") else 1 if s.endswith("=") else 0))
+
+
+def _block_data(d):
+    """(holder, key, mime) of the base64 string of an MCP image, audio or
+    embedded-resource blob block d, or None for any other dict."""
+    kind = d.get("type")
+    if kind in ("image", "audio") and isinstance(d.get("data"), str):
+        return d, "data", d.get("mimeType") or kind
+    res = d.get("resource") if kind == "resource" else None
+    if isinstance(res, dict) and isinstance(res.get("blob"), str):
+        return res, "blob", res.get("mimeType") or "application/octet-stream"
+    return None
+
+
+def _redacted_block(d, found):
+    """A plain copy of block d whose base64 is a _Placeholder (found is
+    _block_data(d))."""
+    holder, key, mime = found
+    copy = dict(holder)
+    copy[key] = _Placeholder(mime if isinstance(mime, str) else None, _b64_size(holder[key]))
+    if holder is d:
+        return copy
+    out = dict(d)
+    out["resource"] = copy
+    return out
+
+
+class _Block(dict):
+    """An MCP content block in a proxy's structured result: a plain dict
+    (json.dumps and ['data'] work as before) whose repr shows a placeholder
+    for its base64."""
+
+    def __repr__(self):
+        found = _block_data(self)
+        return repr(_redacted_block(self, found) if found else dict(self))
+
+    __str__ = __repr__
+
+
+def _wrap_blocks(value, depth=0):
+    """value with each MCP content block dict in it made a _Block, in place
+    (value is fresh from the link)."""
+    if depth > 50:
+        return value
+    if isinstance(value, dict):
+        if "type" in value and _block_data(value):
+            return _Block(value)
+        for k, v in value.items():
+            if isinstance(v, (dict, list)):
+                value[k] = _wrap_blocks(v, depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, (dict, list)):
+                value[i] = _wrap_blocks(v, depth + 1)
+    return value
+
+
 class _Blob:
     def __init__(self, block):
         self.mime_type = block.get("mimeType")
@@ -610,19 +695,20 @@ class _Blob:
         return path
 
     def __repr__(self):
-        return "%s(mime_type=%r, %d bytes)" % (type(self).__name__, self.mime_type, len(self.data))
+        return repr(_Placeholder(self.mime_type or type(self).__name__.lower(), len(self.data)))
 
 
 class Image(_Blob):
-    """An image content block."""
+    """An image content block; display() shows it. repr: <image/png 1.2 KB>."""
 
 
 class Audio(_Blob):
-    """An audio content block."""
+    """An audio content block. repr: <audio/wav 3.0 KB>."""
 
 
 class Resource:
-    """An embedded resource content block."""
+    """An embedded resource content block; display() shows one with an image
+    MIME type."""
 
     def __init__(self, block):
         res = block.get("resource") or {}
@@ -632,7 +718,9 @@ class Resource:
         self.data = base64.b64decode(res["blob"]) if "blob" in res else None
 
     def __repr__(self):
-        return "Resource(uri=%r, mime_type=%r)" % (self.uri, self.mime_type)
+        if self.data is None:
+            return "Resource(uri=%r, mime_type=%r)" % (self.uri, self.mime_type)
+        return "Resource(uri=%r, %r)" % (self.uri, _Placeholder(self.mime_type, len(self.data)))
 
 
 def _block_value(block):
@@ -654,7 +742,7 @@ def _convert(result, server, tool):
         text = "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
         raise MCPError(text or "%s.%s failed" % (server, tool), server=server, tool=tool, kind="server_error", result=result)
     if result.get("structuredContent") is not None:
-        return result["structuredContent"]
+        return _wrap_blocks(result["structuredContent"])
     if not content:
         return None
     if len(content) == 1 and content[0].get("type") == "text":
@@ -662,7 +750,7 @@ def _convert(result, server, tool):
         stripped = text.strip()
         if stripped[:1] in ("{", "["):
             try:
-                return json.loads(stripped)
+                return _wrap_blocks(json.loads(stripped))
             except ValueError:
                 pass
         return text
@@ -693,6 +781,38 @@ def _type_text(spec):
     if t == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("type"):
         return "array of %s" % spec["items"]["type"]
     return t or "any"
+
+
+_PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list",
+             "object": "dict", "null": "None"}
+
+
+def _py_type(spec):
+    """A short Python name for a JSON schema: str, list[dict], int | None."""
+    if not isinstance(spec, dict):
+        return "any"
+    t = spec.get("type")
+    if isinstance(t, list):
+        return " | ".join(_PY_TYPES.get(x, str(x)) for x in t)
+    if t == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("type"):
+        return "list[%s]" % _py_type(spec["items"])
+    return _PY_TYPES.get(t, "any")
+
+
+def _returns_text(schema, most=8):
+    """The Returns line of a proxy's doc: what the proxy gives back. With an
+    outputSchema the proxy returns the structured content, a dict, though
+    the tool's text may look like a plain string, so help() says so."""
+    if not isinstance(schema, dict):
+        return ("Returns: text (parsed JSON when the text is JSON; runtime.Image, Audio or Resource for other "
+                "content, a list when there are several blocks).")
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    keys = ["%r: %s" % (k, _py_type(v)) for k, v in list(props.items())[:most]]
+    if len(props) > most:
+        keys.append("...")
+    if keys:
+        return "Returns: dict {%s} (the tool's structured content)." % ", ".join(keys)
+    return "Returns: %s (the tool's structured content)." % _py_type(schema)
 
 
 def _make_tool(server, tool):
@@ -743,6 +863,7 @@ def _make_tool(server, tool):
     doc = (tool.get("description") or "").strip()
     if lines:
         doc = (doc + "\n\n" if doc else "") + "Parameters:\n" + "\n".join(lines)
+    doc = (doc + "\n\n" if doc else "") + _returns_text(tool.get("outputSchema"))
     proxy.__doc__ = doc
     return proxy
 

@@ -202,7 +202,9 @@ class Runner:
         result_repr = None
         if value is not None:
             try:
-                result_repr = repr(value)
+                # The final value is shown as display() would show it: its
+                # MCP images attached, no base64 in the text.
+                result_repr = DISPLAY.final_repr(value)
                 self.ns["_"] = value
             except BaseException as e:
                 _filter_tb(e)
