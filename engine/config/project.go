@@ -54,7 +54,7 @@ type gate struct {
 // The reasons of unapproved servers; each names the fix.
 const (
 	reasonClaude  = "not approved: approve it in Claude Code (/mcp), or set MCP_BRIDGE_PROJECT_SERVERS=all"
-	reasonProject = "not approved: set MCP_BRIDGE_PROJECT_SERVERS=all to start the servers of this project's files"
+	reasonProject = "not approved: set MCP_BRIDGE_PROJECT_SERVERS=all to start the servers of the project files"
 )
 
 // gateFor returns the gate of f's servers; nil for the user's own files,
