@@ -96,7 +96,7 @@ func (r *Router) discoveredServers(ctx context.Context, cat *Catalog, scope Scop
 			out = append(out, s.Spec.Name)
 		}
 	}
-	if p.Detailed { // what did not load, and why
+	if p.Detailed { // what did not load, and why; a project server not yet approved says how to approve it
 		for _, sk := range r.skipped() {
 			d := map[string]string{"file": sk.File, "skipped": sk.Reason}
 			if sk.Entry != "" {
@@ -299,6 +299,11 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		return nil, err
 	}
 	s := cat.Server(p.Server)
+	if s == nil {
+		if why := r.notLoaded(p.Server); why != "" {
+			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, why)
+		}
+	}
 	if !contains(scope.Servers, p.Server) || s == nil {
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, notAvailable(p.Server, s != nil))
 	}

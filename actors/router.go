@@ -68,6 +68,9 @@ type ConfigProblem struct {
 	// Disabled marks an entry turned off with "disabled": true: a choice,
 	// not a fault, so no error asks to fix it.
 	Disabled bool
+	// Unapproved marks a server of a project file the user has not
+	// approved: listed, never started. Reason says how to approve it.
+	Unapproved bool
 }
 
 // maxKnownNames bounds the server names an unknown-server error lists.
@@ -102,7 +105,7 @@ func (r *Router) unknownServer(cat *Catalog, name string) string {
 	var parts []string
 	for _, p := range r.skipped() {
 		switch {
-		case p.Disabled:
+		case p.Disabled, p.Unapproved:
 		case p.Entry != "":
 			parts = append(parts, fmt.Sprintf("%s: server %q: %s", p.File, p.Entry, p.Reason))
 		default:
@@ -115,11 +118,17 @@ func (r *Router) unknownServer(cat *Catalog, name string) string {
 	return msg
 }
 
-// disabled returns the file of a disabled entry named name, or "".
-func (r *Router) disabled(name string) string {
+// notLoaded is why a configured server named name is not in the catalog
+// (disabled, or a project server not approved), as one line that names the
+// fix; "" when no such entry exists (a typo).
+func (r *Router) notLoaded(name string) string {
 	for _, p := range r.skipped() {
-		if p.Disabled && p.Entry == name {
-			return p.File
+		switch {
+		case p.Entry != name:
+		case p.Disabled:
+			return fmt.Sprintf("server '%s' is disabled in %s (\"disabled\": true)", name, p.File)
+		case p.Unapproved:
+			return fmt.Sprintf("server '%s' comes from the project file %s and is %s", name, p.File, p.Reason)
 		}
 	}
 	return ""
@@ -188,8 +197,9 @@ func (r *Router) Snapshot(ctx context.Context) (*Catalog, error) {
 
 // Resolve maps a call's servers argument to the servers it may use, each
 // readied in parallel within the start timeout. An unknown name (a typo)
-// fails the call before any code runs. A server that is disabled or fails
-// to start does not: the code may never touch it. Its proxies come from its
+// fails the call before any code runs. A server that is disabled, not
+// approved (a project file's) or fails to start does not: the code may
+// never touch it. Its proxies come from its
 // disk catalog when there is one, else it has none and every attribute
 // raises the cause; notes says which servers these are, and why.
 func (r *Router) Resolve(ctx context.Context, names []string) (servers []protocol.Server, notes []string, err error) {
@@ -201,7 +211,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) (servers []protoco
 		return nil, nil, err
 	}
 	for _, n := range names {
-		if cat.Server(n) == nil && r.disabled(n) == "" {
+		if cat.Server(n) == nil && r.notLoaded(n) == "" {
 			return nil, nil, errors.New(r.unknownServer(cat, n))
 		}
 	}
@@ -213,7 +223,7 @@ func (r *Router) Resolve(ctx context.Context, names []string) (servers []protoco
 	for i, n := range names {
 		s := cat.Server(n)
 		if s == nil {
-			errs[i] = fmt.Errorf("server '%s' is disabled in %s (\"disabled\": true)", n, r.disabled(n))
+			errs[i] = errors.New(r.notLoaded(n))
 			// Its alias is computed beside the live servers', so it cannot
 			// take the name of a granted server's proxy.
 			aliases := alias.Servers(append(cat.Names(), n))
@@ -261,6 +271,9 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name string) (*CatalogServer, error) {
 	s := cat.Server(name)
 	if s == nil {
+		if why := r.notLoaded(name); why != "" {
+			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, why)
+		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, r.unknownServer(cat, name))
 	}
 	if s.Known {

@@ -45,12 +45,20 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 
 	set := config.Load(e.configOptions())
 	var absent []string
-	for _, p := range config.WatchPaths(e.configOptions()) {
+	for _, p := range config.SourcePaths(e.configOptions()) {
 		if _, err := os.Stat(p); err != nil {
 			absent = append(absent, p)
 		}
 	}
 	detail := "reading " + strings.Join(e.Env.ConfigSources, ", ") + " (MCP_BRIDGE_CONFIG_SOURCES)"
+	switch e.Env.ProjectServers {
+	case config.ProjectNone:
+		detail += "; project files not read (MCP_BRIDGE_PROJECT_SERVERS=none)"
+	case config.ProjectAll:
+		detail += "; every project server may start (MCP_BRIDGE_PROJECT_SERVERS=all)"
+	default:
+		detail += "; project servers start once approved (MCP_BRIDGE_PROJECT_SERVERS=approved)"
+	}
 	if len(absent) > 0 {
 		detail += "; not present: " + strings.Join(absent, ", ")
 	}
@@ -125,6 +133,12 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 	for _, p := range set.Self {
 		self[p.File] = append(self[p.File], p.Entry)
 	}
+	unapproved := map[string][]string{}
+	fix := map[string]string{}
+	for _, p := range set.Unapproved {
+		unapproved[p.File] = append(unapproved[p.File], p.Entry)
+		fix[p.File] = strings.TrimPrefix(p.Reason, "not approved: ")
+	}
 	dirFailed := false
 	for _, p := range set.Problems {
 		if p.File == env.ConfigDir && p.Entry == "" {
@@ -146,7 +160,9 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 	}
 	for _, f := range set.Files {
 		contrib := fmt.Sprintf("%d servers", len(perFile[f]))
-		if src := set.Sources[f]; src != "" {
+		if src := set.Sources[f]; src != "" && set.Project[f] {
+			contrib = src + " (project file): " + contrib
+		} else if src != "" {
 			contrib = src + ": " + contrib
 		}
 		if len(perFile[f]) > 0 {
@@ -155,7 +171,12 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 		if len(self[f]) > 0 {
 			contrib += "; this bridge's own entry not proxied: " + strings.Join(self[f], ", ")
 		}
+		if len(unapproved[f]) > 0 {
+			contrib += "; listed but not started until approved: " + strings.Join(unapproved[f], ", ") + " (" + fix[f] + ")"
+		}
 		switch {
+		case len(problems[f]) == 0 && len(unapproved[f]) > 0:
+			add("WARN", "config "+f, "%s", contrib)
 		case len(problems[f]) == 0:
 			add("OK", "config "+f, "%s", contrib)
 		default:

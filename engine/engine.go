@@ -140,8 +140,12 @@ func (e *Engine) configOptions() config.Options {
 			self = p
 		}
 		cwd, _ := os.Getwd()
+		// The stdio front's working directory is the client's project, so
+		// its project files are read (Project). A front serving other
+		// principals (bridge serve) must not read them.
 		e.opts = config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
-			SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd}
+			SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd,
+			Project: true, ProjectServers: e.Env.ProjectServers}
 	})
 	return e.opts
 }
@@ -157,6 +161,10 @@ func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	}
 	for _, p := range set.Disabled {
 		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason, Disabled: true})
+	}
+	for _, p := range set.Unapproved {
+		e.Log.Info().Str("file", p.File).Str("entry", p.Entry).Msg("project server listed but not started: " + p.Reason)
+		skipped = append(skipped, actors.ConfigProblem{File: p.File, Entry: p.Entry, Reason: p.Reason, Unapproved: true})
 	}
 	e.skipped.Store(&skipped)
 	for _, p := range set.Self {

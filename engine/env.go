@@ -59,6 +59,10 @@ type Env struct {
 	// order), from MCP_BRIDGE_CONFIG_SOURCES; Home locates their files.
 	ConfigSources []string
 	Home          string
+	// ProjectServers is MCP_BRIDGE_PROJECT_SERVERS: which servers of the
+	// project's config files start (config.ProjectApproved, ProjectAll or
+	// ProjectNone).
+	ProjectServers string
 	// Structured is MCP_BRIDGE_STRUCTURED: auto, always or never.
 	Structured string
 	// AlwaysLoad is MCP_BRIDGE_ALWAYS_LOAD: the tool carries
@@ -84,6 +88,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_MEMORY_MAX_KEYS", "MCP_BRIDGE_CONFIG_SOURCES",
+	"MCP_BRIDGE_PROJECT_SERVERS",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
 	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
 }
@@ -238,6 +243,11 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		r.fail("MCP_BRIDGE_CONFIG_SOURCES", "all, or a comma list of "+strings.Join(config.AllSources, ", "))
 	} else {
 		e.ConfigSources = srcs
+	}
+	if mode, err := config.ParseProjectServers(r.str("MCP_BRIDGE_PROJECT_SERVERS")); err != nil {
+		r.fail("MCP_BRIDGE_PROJECT_SERVERS", "approved, all or none")
+	} else {
+		e.ProjectServers = mode
 	}
 	e.MemoryMaxTotal = r.intRange("MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", 64<<20, e.MemoryMaxValue, math.MaxInt32)
 	e.MemoryMaxKeys = r.intRange("MCP_BRIDGE_MEMORY_MAX_KEYS", 10_000, 1, 1_000_000)

@@ -479,6 +479,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": {"1000", "x"},
 	"MCP_BRIDGE_MEMORY_MAX_KEYS":        {"0", "x", "-1", "1000001"},
 	"MCP_BRIDGE_CONFIG_SOURCES":         {"cursor,nope", "home"},
+	"MCP_BRIDGE_PROJECT_SERVERS":        {"yes", "trusted"},
 	"MCP_BRIDGE_STRUCTURED":             {"sometimes", "true"},
 	"MCP_BRIDGE_LINK":                   {"pipe", "socket"},
 	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},

@@ -201,12 +201,27 @@ func startBridgeAs(t *testing.T, extra map[string]string, args []string, clientN
 // runs it) as client clientName and completes the handshake.
 func startBridgeArgv(t *testing.T, extra map[string]string, command string, args []string, clientName string) *bridge {
 	t.Helper()
+	return startBridgeDir(t, "", extra, command, args, clientName)
+}
+
+// startBridgeIn starts `bridge args...` in working directory dir, as an MCP
+// client starts it in the user's project.
+func startBridgeIn(t *testing.T, dir string, extra map[string]string, args ...string) *bridge {
+	t.Helper()
+	return startBridgeDir(t, dir, extra, bridgeBin, args, "bridge-e2e")
+}
+
+// startBridgeDir is startBridgeArgv in working directory dir ("" inherits
+// the test's).
+func startBridgeDir(t *testing.T, dir string, extra map[string]string, command string, args []string, clientName string) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
 	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = env
+			cmd.Dir = dir
 			b.cmd = cmd
 			return cmd, nil
 		}))

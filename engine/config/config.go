@@ -90,6 +90,10 @@ type Set struct {
 	// entry loads, so a call that names one is told it is disabled, and
 	// where, rather than that it is unknown.
 	Disabled []Problem
+	// Unapproved are the entries of project files (project.go) that the
+	// user has not approved, whose name no other entry loads. They are
+	// listed, never started: Reason says how to approve them.
+	Unapproved []Problem
 	// Warnings are non-fatal notes: duplicates, disabled entries, a missing
 	// cwd, ignored fields, a file without "mcpServers".
 	Warnings []string
@@ -98,6 +102,9 @@ type Set struct {
 	Files []string
 	// Sources names the source of each file in Files (SourceMCPs, ...).
 	Sources map[string]string
+	// Project marks the files in Files that came with the project in Cwd
+	// rather than from the user's own config.
+	Project map[string]bool
 }
 
 // Options says where the configuration lives and how the self-server guard
@@ -116,6 +123,16 @@ type Options struct {
 	// files under them.
 	Sources   []string
 	Home, Cwd string
+	// Project turns on the project scopes: the config files in Cwd that
+	// come with a cloned repository (./.mcp.json, ./.cursor/mcp.json, ...;
+	// projectFiles lists them). The stdio front sets it, since its working
+	// directory is the client's project. A front that serves other
+	// principals (the future `bridge serve`) must leave it off: a project
+	// directory is not theirs, and its files must not even be read.
+	Project bool
+	// ProjectServers is MCP_BRIDGE_PROJECT_SERVERS (ProjectApproved when
+	// ""): which servers of the project files may start.
+	ProjectServers string
 }
 
 // enabled reports whether source src is read.
@@ -133,15 +150,23 @@ func Load(o Options) Set {
 	l := newLoader(o)
 	if o.enabled(SourceMCPs) {
 		for _, name := range l.listDir() {
-			l.loadFileAs(filepath.Join(o.Dir, name), SourceMCPs, formatMCPServers)
+			l.loadFileAs(filepath.Join(o.Dir, name), SourceMCPs, formatMCPServers, nil)
 		}
 	}
 	if o.Extra != "" && o.enabled(SourceEnv) {
 		l.loadExtra(o.Extra)
 	}
 	l.loadAgentFiles()
-	// A disabled entry whose name another entry loads is only a warning.
-	l.set.Disabled = slices.DeleteFunc(l.set.Disabled, func(p Problem) bool { _, loaded := l.owner[p.Entry]; return loaded })
+	// A disabled or unapproved entry whose name another entry loads is only
+	// a warning; of several unapproved ones, the first names the file.
+	loaded := func(p Problem) bool { _, ok := l.owner[p.Entry]; return ok }
+	l.set.Disabled = slices.DeleteFunc(l.set.Disabled, loaded)
+	seen := map[string]bool{}
+	l.set.Unapproved = slices.DeleteFunc(l.set.Unapproved, func(p Problem) bool {
+		dup := seen[p.Entry]
+		seen[p.Entry] = true
+		return dup || loaded(p)
+	})
 	return l.set
 }
 
@@ -226,14 +251,14 @@ func (l *loader) loadExtra(path string) {
 			}
 		}
 	}
-	l.loadFileAs(path, SourceEnv, formatMCPServers)
+	l.loadFileAs(path, SourceEnv, formatMCPServers, nil)
 }
 
-// loadFileAs reads one config file of source src and loads its entries.
-// Only regular files are read, and the open never blocks (a FIFO is
-// refused, not waited on). A file an earlier source already read (an agent
-// file also named by MCP_SERVERS_CONFIG) is read once.
-func (l *loader) loadFileAs(path, src string, ft format) {
+// loadFileAs reads one config file of source src and loads its entries;
+// g gates them when the file came with the project (nil: the user's own
+// file). A file an earlier source already read (an agent file also named
+// by MCP_SERVERS_CONFIG) is read once.
+func (l *loader) loadFileAs(path, src string, ft format, g *gate) {
 	if src != SourceMCPs && src != SourceEnv {
 		if fi, err := os.Stat(path); err == nil {
 			for _, r := range l.read {
@@ -244,37 +269,48 @@ func (l *loader) loadFileAs(path, src string, ft format) {
 		}
 	}
 	l.addFile(path, src)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		l.problem(path, "", "cannot read the file: "+errText(err))
-		return
+	if g != nil {
+		if l.set.Project == nil {
+			l.set.Project = map[string]bool{}
+		}
+		l.set.Project[path] = true
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		l.problem(path, "", "cannot read the file: "+errText(err))
-		return
-	}
-	if !fi.Mode().IsRegular() {
-		l.problem(path, "", "not a regular file")
-		return
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		l.problem(path, "", "cannot read the file: "+errText(err))
-		return
-	}
-	if len(data) > maxFileSize {
-		l.problem(path, "", fmt.Sprintf("the file is larger than %d MiB", maxFileSize>>20))
+	data, fi, reason := readConfigFile(path)
+	if reason != "" {
+		l.problem(path, "", reason)
 		return
 	}
 	l.read = append(l.read, fi)
-	l.loadBytes(path, data, ft)
+	l.loadBytes(path, data, ft, g)
+}
+
+// readConfigFile reads one config file. Only regular files are read, and
+// the open never blocks (a FIFO is refused, not waited on). reason is why
+// it cannot be used, "" when it can.
+func readConfigFile(path string) (data []byte, fi os.FileInfo, reason string) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, "cannot read the file: " + errText(err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, "cannot read the file: " + errText(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, "not a regular file"
+	}
+	if data, err = io.ReadAll(io.LimitReader(f, maxFileSize+1)); err != nil {
+		return nil, nil, "cannot read the file: " + errText(err)
+	}
+	if len(data) > maxFileSize {
+		return nil, nil, fmt.Sprintf("the file is larger than %d MiB", maxFileSize>>20)
+	}
+	return data, fi, ""
 }
 
 // loadBytes loads the entries of one file's contents, named path, kept in
-// format f.
-func (l *loader) loadBytes(path string, data []byte, f format) {
+// format f; g gates them as in loadFileAs.
+func (l *loader) loadBytes(path string, data []byte, f format, g *gate) {
 	v, err := decodeJSON(data)
 	if err != nil {
 		l.problem(path, "", err.Error())
@@ -297,7 +333,7 @@ func (l *loader) loadBytes(path string, data []byte, f format) {
 		// An agent's file: having no servers is normal there.
 		names, entries, _ := l.agentServers(path, top, f)
 		for i, name := range names {
-			l.loadEntry(path, name, entries[i], fileDesc)
+			l.loadEntry(path, name, entries[i], fileDesc, g)
 		}
 		return
 	}
@@ -312,13 +348,14 @@ func (l *loader) loadBytes(path string, data []byte, f format) {
 		return
 	}
 	for i, name := range servers.keys {
-		l.loadEntry(path, name, servers.vals[i], fileDesc)
+		l.loadEntry(path, name, servers.vals[i], fileDesc, g)
 	}
 }
 
-// loadEntry parses, guards and deduplicates one entry. Only an entry that
-// loads claims its name: a skipped one leaves it to a later file.
-func (l *loader) loadEntry(file, name string, raw any, fileDesc string) {
+// loadEntry parses, guards, gates (g: see loadFileAs) and deduplicates one
+// entry. Only an entry that loads claims its name: a skipped one leaves it
+// to a later file.
+func (l *loader) loadEntry(file, name string, raw any, fileDesc string, g *gate) {
 	e, disabled, ignored, err := parseEntry(name, raw, fileDesc)
 	if err != nil {
 		l.problem(file, name, err.Error())
@@ -332,6 +369,11 @@ func (l *loader) loadEntry(file, name string, raw any, fileDesc string) {
 	e.File = file
 	if l.isSelf(e) {
 		l.set.Self = append(l.set.Self, Problem{File: file, Entry: name, Reason: "this bridge's own entry"})
+		return
+	}
+	if g != nil && !g.approved(name) {
+		// Never started, so the project's command never runs.
+		l.set.Unapproved = append(l.set.Unapproved, Problem{File: file, Entry: name, Reason: g.reason})
 		return
 	}
 	if first, dup := l.owner[name]; dup {

@@ -27,7 +27,7 @@ func FuzzLoadFile(f *testing.F) {
 		// Every file format keeps the invariants.
 		for _, ft := range []format{formatMCPServers, formatServers, formatClaudeCode, formatOpencode} {
 			l := newLoader(Options{LookPath: noLookPath, Cwd: "/w"})
-			l.loadBytes("fuzz.json", data, ft)
+			l.loadBytes("fuzz.json", data, ft, nil)
 			s := l.set
 			seen := map[string]bool{}
 			for _, e := range s.Entries {

@@ -12,21 +12,25 @@ import (
 )
 
 // Source names for MCP_BRIDGE_CONFIG_SOURCES, in precedence order: on a name
-// clash the first source wins (CFG-2).
+// clash the first source wins (CFG-2). The user's own files of every source
+// come first, in this order; the project files (./..., see projectFiles)
+// come after all of them, in this order too, so a server that came with a
+// cloned repository never replaces one the user configured.
 const (
 	SourceMCPs          = "mcps"           // MCP_BRIDGE_CONFIG_DIR/*.json (default ~/MCPs)
 	SourceEnv           = "env"            // the file named by MCP_SERVERS_CONFIG
 	SourceMCPDir        = "mcp-dir"        // ~/.config/mcp/servers/*.json
-	SourceClaudeCode    = "claude-code"    // ~/.claude.json: projects[cwd].mcpServers, then mcpServers
+	SourceProjectDir    = "project-dir"    // ./.mcp/*.json and ./mcp-servers/*.json (project files only)
+	SourceClaudeCode    = "claude-code"    // ~/.claude.json: projects[cwd].mcpServers, then mcpServers; project ./.mcp.json
 	SourceClaudeDesktop = "claude-desktop" // claude_desktop_config.json
-	SourceCursor        = "cursor"         // ~/.cursor/mcp.json
-	SourceVSCode        = "vscode"         // ./.vscode/mcp.json, then the user mcp.json (key "servers")
+	SourceCursor        = "cursor"         // ~/.cursor/mcp.json; project ./.cursor/mcp.json
+	SourceVSCode        = "vscode"         // the user mcp.json; project ./.vscode/mcp.json (key "servers")
 	SourceWindsurf      = "windsurf"       // ~/.codeium/windsurf/mcp_config.json
-	SourceOpencode      = "opencode"       // ./opencode.json, then ~/.config/opencode/opencode.json (key "mcp")
+	SourceOpencode      = "opencode"       // ~/.config/opencode/opencode.json, ~/.opencode.json; project ./opencode.json (key "mcp")
 )
 
 // AllSources lists every source in precedence order.
-var AllSources = []string{SourceMCPs, SourceEnv, SourceMCPDir, SourceClaudeCode, SourceClaudeDesktop,
+var AllSources = []string{SourceMCPs, SourceEnv, SourceMCPDir, SourceProjectDir, SourceClaudeCode, SourceClaudeDesktop,
 	SourceCursor, SourceVSCode, SourceWindsurf, SourceOpencode}
 
 // ParseSources parses MCP_BRIDGE_CONFIG_SOURCES: "" or "all" is every
@@ -74,11 +78,18 @@ type agentFile struct {
 	path   string
 	dir    bool // every *.json directly inside path
 	format format
+	// project marks a file that comes with the project in o.Cwd: its
+	// servers start only when approved (project.go).
+	project bool
+	// claude marks Claude Code's ./.mcp.json, whose servers Claude Code's
+	// own record approves.
+	claude bool
 }
 
 // agentFiles lists the agent config files of the enabled sources beyond
-// mcps and env, in precedence order. Paths depend on o.Home, o.Cwd and the
-// OS only, never on what exists.
+// mcps and env, in precedence order: the user's, then the project's (when
+// o.Project is on and MCP_BRIDGE_PROJECT_SERVERS is not none). Paths depend
+// on o.Home, o.Cwd and the OS only, never on what exists.
 func agentFiles(o Options) []agentFile {
 	var out []agentFile
 	add := func(src string, f agentFile) {
@@ -109,19 +120,27 @@ func agentFiles(o Options) []agentFile {
 		add(SourceClaudeDesktop, agentFile{path: filepath.Join(appSupport, "Claude", "claude_desktop_config.json")})
 	}
 	add(SourceCursor, agentFile{path: home(".cursor", "mcp.json")})
-	add(SourceVSCode, agentFile{path: cwd(".vscode", "mcp.json"), format: formatServers})
 	if appSupport != "" {
 		add(SourceVSCode, agentFile{path: filepath.Join(appSupport, "Code", "User", "mcp.json"), format: formatServers})
 	}
 	add(SourceWindsurf, agentFile{path: home(".codeium", "windsurf", "mcp_config.json")})
-	add(SourceOpencode, agentFile{path: cwd("opencode.json"), format: formatOpencode})
 	add(SourceOpencode, agentFile{path: home(".config", "opencode", "opencode.json"), format: formatOpencode})
+	add(SourceOpencode, agentFile{path: home(".opencode.json"), format: formatOpencode})
+	if !o.projectScopes() {
+		return out
+	}
+	add(SourceProjectDir, agentFile{path: cwd(".mcp"), dir: true, project: true})
+	add(SourceProjectDir, agentFile{path: cwd("mcp-servers"), dir: true, project: true})
+	add(SourceClaudeCode, agentFile{path: cwd(".mcp.json"), project: true, claude: true})
+	add(SourceCursor, agentFile{path: cwd(".cursor", "mcp.json"), project: true})
+	add(SourceVSCode, agentFile{path: cwd(".vscode", "mcp.json"), format: formatServers, project: true})
+	add(SourceOpencode, agentFile{path: cwd("opencode.json"), format: formatOpencode, project: true})
 	return out
 }
 
-// WatchPaths are the agent config files and dirs of o's sources, for the
-// reload watcher: it watches their parent directories.
-func WatchPaths(o Options) []string {
+// SourcePaths are the agent config files and dirs of o's sources, for
+// `bridge doctor`.
+func SourcePaths(o Options) []string {
 	var out []string
 	for _, f := range agentFiles(o) {
 		out = append(out, f.path)
@@ -129,15 +148,23 @@ func WatchPaths(o Options) []string {
 	return out
 }
 
+// WatchPaths are SourcePaths plus the files where Claude Code keeps its
+// approvals of ./.mcp.json servers, for the reload watcher: it watches
+// their parent directories.
+func WatchPaths(o Options) []string {
+	return append(SourcePaths(o), approvalFiles(o)...)
+}
+
 // loadAgentFiles reads the agent config files of the enabled sources; a
 // missing file or dir is no problem.
 func (l *loader) loadAgentFiles() {
 	for _, f := range agentFiles(l.o) {
+		g := l.gateFor(f)
 		if !f.dir {
 			if _, err := os.Stat(f.path); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			l.loadFileAs(f.path, f.source, f.format)
+			l.loadFileAs(f.path, f.source, f.format, g)
 			continue
 		}
 		des, err := os.ReadDir(f.path)
@@ -149,7 +176,7 @@ func (l *loader) loadAgentFiles() {
 		}
 		for _, de := range des { // ReadDir sorts by name
 			if strings.HasSuffix(de.Name(), ".json") {
-				l.loadFileAs(filepath.Join(f.path, de.Name()), f.source, formatMCPServers)
+				l.loadFileAs(filepath.Join(f.path, de.Name()), f.source, formatMCPServers, g)
 			}
 		}
 	}

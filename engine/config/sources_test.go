@@ -31,6 +31,7 @@ func TestParseSources(t *testing.T) {
 		{"ALL", AllSources, false},
 		{"env, mcps", []string{SourceMCPs, SourceEnv}, false},
 		{"cursor,,claude-code", []string{SourceClaudeCode, SourceCursor}, false},
+		{"project-dir, mcp-dir", []string{SourceMCPDir, SourceProjectDir}, false},
 		{"cursor,nope", nil, true},
 	}
 	for _, c := range cases {
@@ -65,22 +66,35 @@ func agentHome(t *testing.T) (home, cwd string) {
 			"ocr": {"type": "remote", "url": "https://o.example/mcp", "headers": {"A": "b"}},
 			"off": {"type": "local", "command": ["z"], "enabled": false}}}`)
 	writeFile(t, filepath.Join(cwd, "opencode.json"), `{"mcp": {"servers": {"oc2": {"type": "local", "command": ["y"]}}}}`)
+	writeFile(t, filepath.Join(home, ".opencode.json"), `{"mcp": {"oclegacy": {"type": "local", "command": ["l"]}}}`)
+	writeFile(t, filepath.Join(cwd, ".mcp.json"), `{"mcpServers": {"mcpjson": {"command": "m"}, "self2": {"command": "bridge", "args": ["run"]}}}`)
+	writeFile(t, filepath.Join(cwd, ".cursor", "mcp.json"), `{"mcpServers": {"cursorproj": {"command": "cp"}}}`)
+	writeFile(t, filepath.Join(cwd, ".mcp", "x.json"), `{"mcpServers": {"dotmcp": {"command": "dm"}}}`)
+	writeFile(t, filepath.Join(cwd, "mcp-servers", "y.json"), `{"mcpServers": {"refdir": {"command": "rd"}}}`)
 	return home, cwd
 }
+
+// userEntries and projectEntries are the servers agentHome writes, in
+// precedence order: every user file first, then the project files.
+var (
+	userEntries    = []string{"shared", "dir1", "proj", "claude", "desktop", "cursor", "vsuser", "wind", "oc", "ocr", "oclegacy"}
+	projectEntries = []string{"dotmcp", "refdir", "mcpjson", "cursorproj", "vsws", "oc2"}
+)
 
 // TestLoadAgentSources checks every agent source, the precedence order, the
 // duplicate warning, the project entry of ~/.claude.json, the opencode and
 // VS Code formats, and the self guard on `bridge run` and the reference.
 func TestLoadAgentSources(t *testing.T) {
 	home, cwd := agentHome(t)
-	set := Load(Options{Dir: filepath.Join(home, "MCPs"), Sources: AllSources, Home: home, Cwd: cwd, LookPath: noLookPath})
+	set := Load(Options{Dir: filepath.Join(home, "MCPs"), Sources: AllSources, Home: home, Cwd: cwd, LookPath: noLookPath,
+		Project: true, ProjectServers: ProjectAll})
 	var names []string
 	byName := map[string]Entry{}
 	for _, e := range set.Entries {
 		names = append(names, e.Name)
 		byName[e.Name] = e
 	}
-	want := []string{"shared", "dir1", "proj", "claude", "desktop", "cursor", "vsws", "vsuser", "wind", "oc2", "oc", "ocr"}
+	want := append(slices.Clone(userEntries), projectEntries...)
 	if !slices.Equal(names, want) {
 		t.Errorf("entries = %v\nwant      %v", names, want)
 	}
@@ -109,11 +123,25 @@ func TestLoadAgentSources(t *testing.T) {
 	for _, p := range set.Self {
 		self = append(self, p.Entry)
 	}
-	if !slices.Equal(self, []string{"self", "ref"}) {
-		t.Errorf("self-referential entries skipped = %v, want [self ref]; problems %q", self, set.Problems)
+	if !slices.Equal(self, []string{"self", "ref", "self2"}) {
+		t.Errorf("self-referential entries skipped = %v, want [self ref self2]; problems %q", self, set.Problems)
 	}
-	if got := set.Sources[filepath.Join(home, ".cursor", "mcp.json")]; got != SourceCursor {
-		t.Errorf("source of the cursor file = %q", got)
+	for path, want := range map[string]string{
+		filepath.Join(home, ".cursor", "mcp.json"):                 SourceCursor,
+		filepath.Join(cwd, ".cursor", "mcp.json"):                  SourceCursor,
+		filepath.Join(cwd, ".mcp.json"):                            SourceClaudeCode,
+		filepath.Join(cwd, ".mcp", "x.json"):                       SourceProjectDir,
+		filepath.Join(cwd, "mcp-servers", "y.json"):                SourceProjectDir,
+		filepath.Join(home, ".opencode.json"):                      SourceOpencode,
+		filepath.Join(cwd, "opencode.json"):                        SourceOpencode,
+		filepath.Join(home, ".config", "mcp", "servers", "x.json"): SourceMCPDir,
+	} {
+		if got := set.Sources[path]; got != want {
+			t.Errorf("source of %s = %q, want %q", path, got, want)
+		}
+		if got, want := set.Project[path], strings.HasPrefix(path, cwd); got != want {
+			t.Errorf("Project[%s] = %v, want %v", path, got, want)
+		}
 	}
 	for _, w := range set.Warnings {
 		if strings.Contains(w, "no \"mcpServers\"") {
@@ -131,10 +159,12 @@ func TestLoadSourcesLimit(t *testing.T) {
 		want    []string
 	}{
 		{nil, []string{"shared"}},
-		{[]string{SourceCursor}, []string{"cursor"}},
+		{[]string{SourceCursor}, []string{"cursor", "cursorproj"}},
 		{[]string{SourceMCPs, SourceWindsurf}, []string{"shared", "wind"}},
+		{[]string{SourceProjectDir}, []string{"dotmcp", "refdir"}},
 	} {
-		set := Load(Options{Dir: filepath.Join(home, "MCPs"), Sources: c.sources, Home: home, Cwd: cwd, LookPath: noLookPath})
+		set := Load(Options{Dir: filepath.Join(home, "MCPs"), Sources: c.sources, Home: home, Cwd: cwd, LookPath: noLookPath,
+			Project: true, ProjectServers: ProjectAll})
 		var names []string
 		for _, e := range set.Entries {
 			names = append(names, e.Name)
@@ -149,7 +179,7 @@ func TestLoadSourcesLimit(t *testing.T) {
 // stamp (RLD-1), and that WatchPaths names it.
 func TestStampAgentFiles(t *testing.T) {
 	home, cwd := agentHome(t)
-	o := Options{Sources: AllSources, Home: home, Cwd: cwd}
+	o := Options{Sources: AllSources, Home: home, Cwd: cwd, Project: true}
 	before := Stamp(o)
 	writeFile(t, filepath.Join(home, ".cursor", "mcp.json"), `{"mcpServers": {"cursor2": {"command": "c"}}}`)
 	if Stamp(o) == before {
@@ -160,7 +190,23 @@ func TestStampAgentFiles(t *testing.T) {
 	if Stamp(o) == before {
 		t.Errorf("the stamp did not change with a new file in ~/.config/mcp/servers")
 	}
-	if paths := WatchPaths(o); !slices.Contains(paths, filepath.Join(home, ".claude.json")) {
-		t.Errorf("WatchPaths = %v, lacks ~/.claude.json", paths)
+	for _, rel := range []string{".mcp.json", filepath.Join(".cursor", "mcp.json"), ".mcp", "mcp-servers", filepath.Join(".claude", "settings.local.json")} {
+		before = Stamp(o)
+		p := filepath.Join(cwd, rel)
+		if rel == ".mcp" || rel == "mcp-servers" {
+			p = filepath.Join(p, "new.json")
+		}
+		writeFile(t, p, `{"mcpServers": {}, "enabledMcpjsonServers": ["mcpjson"]}`)
+		if Stamp(o) == before {
+			t.Errorf("the stamp did not change with ./%s", rel)
+		}
+	}
+	paths := WatchPaths(o)
+	for _, p := range []string{filepath.Join(home, ".claude.json"), filepath.Join(home, ".opencode.json"), filepath.Join(cwd, ".mcp.json"),
+		filepath.Join(cwd, ".cursor", "mcp.json"), filepath.Join(cwd, ".mcp"), filepath.Join(cwd, "mcp-servers"),
+		filepath.Join(cwd, ".claude", "settings.local.json"), filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(home, ".claude", "settings.json")} {
+		if !slices.Contains(paths, p) {
+			t.Errorf("WatchPaths lacks %s: %v", p, paths)
+		}
 	}
 }

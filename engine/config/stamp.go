@@ -12,7 +12,8 @@ import (
 
 // Stamp is a cheap fingerprint of the config sources (RLD-1): the dir's own
 // mtime, and the name, size, mode and mtime of each *.json in it, of
-// Extra and of the enabled agent config files, without reading any file.
+// Extra, of the enabled agent config files and of the files that approve
+// project servers, without reading any file.
 // Equal stamps mean Load would read the same files; take the stamp before
 // calling Load, so a change that races the load shows up at the next
 // check. It runs before every call, so it is built without fmt or hashing:
@@ -60,6 +61,10 @@ func (st *Stamper) Stamp(o Options) string {
 		if fi := s.stat(f.path); fi != nil && f.dir {
 			s.jsonFiles(f.path, fi)
 		}
+	}
+	for _, p := range approvalFiles(o) {
+		s.field("approval", p)
+		s.stat(p)
 	}
 	return string(s.b)
 }
