@@ -35,7 +35,7 @@ import time
 MAX_JOBS = 32
 SPILL_DIR = "/workspace/.bridge"
 SPILL_CAP = 16 << 20
-RECENT_BYTES = 1024  # the newest output kept for progress previews
+RECENT_CHARS = 1024  # the newest output kept for progress previews (the host keeps 1 KiB of it)
 PROGRESS_EVERY = 0.25  # seconds between previews while result() waits
 
 _LOCAL = threading.local()  # .job: the Job whose thread this is
@@ -76,7 +76,7 @@ class _Output:
         self.log = []  # everything, while total <= limit
         self.spill = None  # a capture SpillFile once the output passed the cap
         self.spill_error = None
-        self.recent = ""  # the newest output, for progress previews
+        self.recent = ""  # the newest output since the last drain, for progress previews
         self.seq = 0  # bumped on every write
         self.drained_seq = 0  # seq at the last drain
         self._reset()
@@ -96,7 +96,7 @@ class _Output:
         with self.lock:
             self.total += len(data)
             self.seq += 1
-            self.recent = (self.recent + text)[-RECENT_BYTES:]
+            self.recent = (self.recent + text[-RECENT_CHARS:])[-RECENT_CHARS:]
             self._record(stream, text)
             room = self.half - self.head_bytes
             if room > 0:
@@ -159,6 +159,7 @@ class _Output:
                 out.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
             out.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
             self._reset()
+            self.recent = ""
             self.drained_seq = self.seq
             return out
 

@@ -64,7 +64,7 @@ func TestJobKeepsGrant(t *testing.T) {
 	if got := b.mustOK(jobWork, "everything"); got != "Echo: now" {
 		t.Fatalf("starting call: %q", got)
 	}
-	time.Sleep(7 * time.Second) // the job's batch 1 runs while no call is active
+	time.Sleep(8 * time.Second) // the job's batch 1 runs while no call is active
 	got := b.mustOK("print('between:', between.is_set())\ngo.set()\nfor line in runtime.result(job, wait=30):\n    print(line)")
 	lines := strings.Split(got, "\n")
 	want := []string{
