@@ -149,20 +149,45 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 	}
 }
 
+// serveRequest answers one box→host request. A request with a job token
+// in its meta is served with the scope the host bound to that token
+// (jobScopes), whether or not a call is active; any other request belongs
+// to the active call.
 func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	a := s.active.Load()
-	if a == nil {
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "No run_python call is active in this session")
-	}
 	var params json.RawMessage
 	if req.Params != nil {
 		params = *req.Params
 	}
-	if req.Method == protocol.MethodReset {
+	tok, err := jobToken(req)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" && req.Method != protocol.MethodReset {
+		scope, ok := s.jobs.lookup(tok)
+		if !ok {
+			return nil, errUnknownJob
+		}
+		if req.Method == protocol.MethodJobScope { // a job's own job: the same grant
+			return protocol.JobScopeResult{Token: tok}, nil
+		}
+		return s.cfg.Router.ServeSandbox(ctx, scope, req.Method, params)
+	}
+	a := s.active.Load()
+	if a == nil {
+		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable,
+			"No run_python call is active in this session: call tools from a job's own thread (runtime.start), or within a call")
+	}
+	switch req.Method {
+	case protocol.MethodReset:
 		a.mu.Lock()
 		a.reset = true
 		a.mu.Unlock()
 		return struct{}{}, nil
+	case protocol.MethodJobScope:
+		if err := decodeParams(req.Method, params, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return protocol.JobScopeResult{Token: s.jobs.issue(a.scope)}, nil
 	}
 	return s.cfg.Router.ServeSandbox(ctx, a.scope, req.Method, params)
 }

@@ -22,8 +22,8 @@ type boxHandler func(r *Router, ctx context.Context, scope Scope, params json.Ra
 
 // boxMethods is the one table of box→host requests (SPEC §7; protocol/doc.go
 // lists them). The sandbox refuses any method not in it before admitting
-// the request; the router answers through it. reset has no handler: the
-// sandbox answers it for its active call.
+// the request; the router answers through it. reset and job_scope have no
+// handler: the sandbox answers them for its active call.
 var boxMethods = map[string]boxHandler{
 	protocol.MethodDiscoveredServers: withCatalog((*Router).discoveredServers),
 	protocol.MethodListServers:       withCatalog((*Router).listServers),
@@ -34,6 +34,7 @@ var boxMethods = map[string]boxHandler{
 	protocol.MethodSuggestTools:      withCatalog((*Router).suggestTools),
 	protocol.MethodCallTool:          withCatalog((*Router).callTool),
 	protocol.MethodReset:             nil,
+	protocol.MethodJobScope:          nil,
 	protocol.MethodMemoryGet: storeMethod(protocol.MethodMemoryGet, func(s Store, p protocol.KeyParams) (any, error) {
 		return s.MemoryGet(p.Key)
 	}),

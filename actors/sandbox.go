@@ -116,6 +116,7 @@ type sandbox struct {
 	exited    <-chan struct{} // closed when the process has exited
 	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
+	jobs      jobScopes  // grants of the calls that started background jobs (jobs.go)
 	drops     frameDrops // refused or dropped frames, logged as counts (drops.go)
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)

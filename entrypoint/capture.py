@@ -234,6 +234,17 @@ class Capture:
         self.preview_at = time.monotonic()
         self.link.notify("progress", {"call": self.call, "data": text})
 
+    def job_progress(self, text):
+        """Sends text (a background job's newest output, which never enters
+        this call's output) as the call's progress preview, when the call
+        asked for progress: runtime.result() calls it while it waits."""
+        with self.lock:
+            if self.call is None or not self.progress:
+                return
+            self.preview_dirty = False
+            self.preview_at = time.monotonic()
+            self.link.notify("progress", {"call": self.call, "data": text})
+
     def finish(self, result_repr, out):
         """Ends the call: appends the frames of what is left to out (the
         caller sends them with its reply) and returns (truncated, bytes, repr)."""

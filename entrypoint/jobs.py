@@ -13,6 +13,14 @@ at most maxOutputBytes/2 between two collections, and once the job's output
 exceeds that cap, all of it is saved to /workspace/.bridge/job-{n}.txt
 (capped like the call spill files). The worker loads this module and calls
 install(); CaptureStream asks route() first.
+
+A job keeps the grant of the call that started it: the host issues that
+call a token (job_scope), the job's thread sends it with every request
+(link.JOB), and the host serves them with that call's servers and
+tool-call count whenever they come. The worker keeps the job's mcp_<alias>
+proxies in the session's globals while it runs (held()). While
+runtime.result() waits, the job's newest output goes to the waiting call's
+progress notifications.
 """
 import ast
 import asyncio
@@ -27,6 +35,8 @@ import time
 MAX_JOBS = 32
 SPILL_DIR = "/workspace/.bridge"
 SPILL_CAP = 16 << 20
+RECENT_CHARS = 1024  # the newest output kept for progress previews (the host keeps 1 KiB of it)
+PROGRESS_EVERY = 0.25  # seconds between previews while result() waits
 
 _LOCAL = threading.local()  # .job: the Job whose thread this is
 _LOCK = threading.Lock()
@@ -66,6 +76,9 @@ class _Output:
         self.log = []  # everything, while total <= limit
         self.spill = None  # a capture SpillFile once the output passed the cap
         self.spill_error = None
+        self.recent = ""  # the newest output since the last drain, for progress previews
+        self.seq = 0  # bumped on every write
+        self.drained_seq = 0  # seq at the last drain
         self._reset()
 
     def _reset(self):
@@ -82,6 +95,8 @@ class _Output:
         data = text.encode("utf-8", "replace")
         with self.lock:
             self.total += len(data)
+            self.seq += 1
+            self.recent = (self.recent + text[-RECENT_CHARS:])[-RECENT_CHARS:]
             self._record(stream, text)
             room = self.half - self.head_bytes
             if room > 0:
@@ -144,7 +159,14 @@ class _Output:
                 out.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
             out.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
             self._reset()
+            self.recent = ""
+            self.drained_seq = self.seq
             return out
+
+    def preview(self):
+        """(seq, the newest output) for a progress preview."""
+        with self.lock:
+            return self.seq, self.recent
 
     def close(self):
         with self.lock:
@@ -155,9 +177,11 @@ class _Output:
 class Job:
     """A background job: what runtime.start() returns and runtime.result() takes."""
 
-    def __init__(self, n, limit):
+    def __init__(self, n, limit, token, grant):
         self.id = "job-%d" % n
         self._n = n
+        self._token = token  # the host's token for the starting call's grant
+        self._grant = grant  # mcp_<alias> -> proxy of that grant
         self._out = _Output(n, limit)
         self._started = time.monotonic()
         self._ended = None
@@ -180,6 +204,7 @@ class Job:
 
     def _run(self, target):
         _LOCAL.job = self
+        sys.modules["mcp._link"].JOB.set(self._token)
         try:
             self._value = target()
         except SystemExit as e:
@@ -241,6 +266,7 @@ def start(work, *args, **kwargs):
             raise rt.MCPError("start(coroutine) takes no further arguments")
     elif not callable(work):
         raise rt.MCPError("start() takes code (a string), a coroutine or a callable, not %s" % type(work).__name__)
+    token, grant = _grant(rt)
     with _LOCK:
         _COUNT[0] += 1
         n = _COUNT[0]
@@ -264,10 +290,34 @@ def start(work, *args, **kwargs):
             raise rt.MCPError("Too many background jobs (%d running); collect or wait for one" % MAX_JOBS)
         # Half the call cap, so a collection's head, marker and tail fit
         # within the collecting call's own cap.
-        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2)
+        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2, token, grant)
         _JOBS[job.id] = job
     threading.Thread(target=job._run, args=(target,), name=job.id, daemon=True).start()
     return job
+
+
+def _grant(rt):
+    """The token and proxies of the grant a new job keeps: its parent job's
+    when a job starts it, else the current call's (one job_scope round
+    trip per call; MCPError when no call is active)."""
+    parent = getattr(_LOCAL, "job", None)
+    if parent is not None:
+        return parent._token, parent._grant
+    call = rt._CALL
+    if call.get("job_token") is None:
+        call["job_token"] = rt._call("job_scope", {})["token"]
+    return call["job_token"], {"mcp_" + s["alias"]: call["proxies"][s["name"]] for s in call["servers"]}
+
+
+def held():
+    """The proxy globals the grants of running jobs bind, oldest job first:
+    the worker keeps them in the session's globals while a job may use them."""
+    out = {}
+    with _LOCK:
+        for job in _JOBS.values():
+            if job.running:
+                out.update(job._grant)
+    return out
 
 
 def _forget_finished():
@@ -297,7 +347,7 @@ def result(job, wait=0):
     until it finishes; the call's timeout still applies)."""
     job = _lookup(job)
     if wait is None or wait > 0:
-        job._finished.wait(wait)
+        _wait(job, wait)
     for stream, text in job._out.drain():
         getattr(sys, stream).write(text)
     if job.running:
@@ -305,6 +355,25 @@ def result(job, wait=0):
     if job._error is not None:
         raise job._error
     return job._value
+
+
+def _wait(job, wait):
+    """Waits for job to finish, at most wait seconds (None: no bound). On
+    the main thread, the job's newest output goes meanwhile to the call's
+    progress notifications (output since the last collection first), so a
+    client sees the job move, not only that the call is running."""
+    end = None if wait is None else time.monotonic() + wait
+    main = threading.current_thread() is threading.main_thread()
+    seen = job._out.drained_seq
+    while True:
+        step = PROGRESS_EVERY if end is None else min(PROGRESS_EVERY, end - time.monotonic())
+        if step <= 0 or job._finished.wait(step):
+            return
+        if main:
+            seq, text = job._out.preview()
+            if seq != seen:
+                seen = seq
+                _worker().CAPTURE.job_progress(text)
 
 
 def jobs():

@@ -8,6 +8,7 @@ the worker's (set when it loads this module).
 """
 import asyncio
 import concurrent.futures
+import contextvars
 import itertools
 import json
 import os
@@ -16,6 +17,20 @@ import signal
 import threading
 
 _SIGINT = {signal.SIGINT}
+
+# The token of the background job whose code runs here (jobs.py sets it in
+# the job's thread; its asyncio tasks inherit it). Requests carry it as
+# their meta, so the host serves them with the grant of the call that
+# started the job, whenever they come.
+JOB = contextvars.ContextVar("bridge_job", default=None)
+
+
+def _request_frame(id_, method, params):
+    frame = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+    job = JOB.get()
+    if job is not None:
+        frame["meta"] = {"job": job}
+    return frame
 
 
 def fatal(message):
@@ -123,7 +138,7 @@ class Link:
             fut.set_exception(e)
             return fut
         try:
-            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+            self._send(_request_frame(id_, method, params))
         except BaseException as e:
             self._drop(id_)
             fut.set_exception(e)
@@ -140,7 +155,7 @@ class Link:
         fut = loop.create_future()
         id_ = self._register(_LoopWaiter(loop, fut))
         try:
-            self._send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+            self._send(_request_frame(id_, method, params))
             return await fut
         finally:
             self._drop(id_)  # a no-op once the reader has taken it

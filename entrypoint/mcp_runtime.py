@@ -71,7 +71,7 @@ def _begin_call(params):
         mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
-    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set())
+    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None)
     # Objects, as the reference gives, but only these three keys: the
     # variable is inherited by subprocesses, and a large one makes every
     # exec fail with E2BIG.

@@ -274,11 +274,22 @@ class Runner:
             STATE.in_cell = False
 
     def _bind(self, rt, params):
-        for name in STATE.bound:
-            self.ns.pop(name, None)
+        # The proxies a running background job was granted stay bound: the
+        # job looks them up in these globals whenever it calls them. This
+        # call's own code may see them too, but the host refuses them to it
+        # unless this call grants the server as well.
         g = rt._globals_for_call()
+        held = JOBS.held()
+        kept = []
+        for name in STATE.bound:
+            if name in g:
+                continue
+            if name in held:
+                kept.append(name)
+            else:
+                self.ns.pop(name, None)
         self.ns.update(g)
-        STATE.bound = tuple(g)
+        STATE.bound = tuple(g) + tuple(kept)
 
     def _exec(self, code, n):
         filename = "<cell-%d>" % n

@@ -24,6 +24,10 @@
 //     query_tool_docs, search_tool_docs, suggest_tools: the catalog
 //   - call_tool: a proxied tool call, for servers the call grants
 //   - reset: the session's state is dropped after this call
+//   - job_scope {} → {token}: the token a background job started in this
+//     call sends as the meta {"job": token} of its requests; the host serves
+//     them with this call's grant and tool-call count, whenever they come,
+//     until the sandbox ends. Unknown tokens are refused.
 //   - memory_get, memory_put, memory_delete, memory_list, save_tool,
 //     saved_tools, delete_tool: the host's persistent store
 //

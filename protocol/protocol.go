@@ -42,6 +42,10 @@ const (
 	MethodSuggestTools      = "suggest_tools"
 	MethodReset             = "reset"
 	MethodSaveTool          = "save_tool"
+	// MethodJobScope asks, during a call, for the token its background jobs
+	// send in each request's meta ({"job": token}, JobMeta): the host then
+	// serves them with that call's grant, whenever they come.
+	MethodJobScope = "job_scope"
 
 	MethodMemoryGet    = "memory_get"
 	MethodMemoryPut    = "memory_put"
@@ -50,6 +54,17 @@ const (
 	MethodSavedTools   = "saved_tools"
 	MethodDeleteTool   = "delete_tool"
 )
+
+// JobMeta is the meta of a request from a background job: the token
+// job_scope returned to the call that started it.
+type JobMeta struct {
+	Job string `json:"job"`
+}
+
+// JobScopeResult is job_scope's reply.
+type JobScopeResult struct {
+	Token string `json:"token"`
+}
 
 // Limits are the sandbox-side bounds sent in the boot frame.
 type Limits struct {
