@@ -11,9 +11,6 @@ import (
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
-// DefaultSession is the session of a call without a session argument.
-const DefaultSession = "default"
-
 var sessionRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Dispatcher turns raw run_python arguments into a Result: it validates them
@@ -52,7 +49,7 @@ func (d *Dispatcher) Validate(raw json.RawMessage) (Args, string) {
 		v, ok := fields[k]
 		return v, ok && string(v) != "null"
 	}
-	a := Args{Timeout: d.DefaultTimeout, Session: DefaultSession}
+	a := Args{Timeout: d.DefaultTimeout, Session: result.DefaultSession}
 	v, ok := present("code")
 	if !ok || json.Unmarshal(v, &a.Code) != nil || strings.TrimSpace(a.Code) == "" {
 		return Args{}, "Missing 'code' argument"
@@ -107,7 +104,7 @@ func (d *Dispatcher) Run(ctx context.Context, raw json.RawMessage) (res result.R
 	queued := time.Now()
 	args, msg := d.Validate(raw)
 	if msg != "" {
-		return result.Result{Status: result.StatusValidation, Error: msg, Session: DefaultSession}
+		return result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession}
 	}
 	defer func() { res.Notes = append(res.Notes, args.Notes...) }()
 	return d.RunArgs(ctx, args, queued)

@@ -80,14 +80,14 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	defer func() {
 		if p := recover(); p != nil {
 			f.cfg.Log.Error().Interface("panic", p).Msg("run_python panicked")
-			res, err = f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusError, Error: fmt.Sprint(p), Internal: true, Session: DefaultSession})), nil
+			res, err = f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusError, Error: fmt.Sprint(p), Internal: true, Session: result.DefaultSession})), nil
 		}
 	}()
 	raw := req.Params.RawArguments
 	if len(raw) == 0 && req.Params.Arguments != nil {
 		if raw, err = json.Marshal(req.Params.Arguments); err != nil {
 			msg := fmt.Sprintf("run_python arguments: %v", err)
-			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: DefaultSession})), nil
+			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})), nil
 		}
 	}
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {

@@ -5,13 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,27 +18,58 @@ import (
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
-// SandboxCommand is how to start one sandbox process.
-type SandboxCommand struct {
-	Argv []string
-	Name string // container name; "" for the local backend
-	Dir  string // working directory of the process; "" inherits the bridge's
-	// Release frees what the launcher reserved for this container (its id
-	// map); called once, after the container is gone. nil for nothing.
-	Release func()
-	// LinkFD: the link is a socket the process gets as fd 3 (its stdout
-	// then carries logs only); otherwise its stdin and stdout.
-	LinkFD bool
+// Launcher is a sandbox backend: it starts sandboxes and explains those
+// that end before they are ready. engine/container (podman, docker) and
+// engine/local (tests only) implement it; how a sandbox runs (a local
+// process, a container CLI's argv, a watchdog) is the backend's business.
+type Launcher interface {
+	// Start starts the sandbox of session. ctx bounds the start, not the
+	// sandbox's life. On error nothing of the sandbox is left.
+	Start(ctx context.Context, session string) (Sandbox, error)
+	// StartError explains a sandbox that exited before its ready frame,
+	// from its Logs and exit code; retry asks for one more attempt (the
+	// backend changed its settings).
+	StartError(logs string, exitCode int) (err error, retry bool)
 }
 
-// Launcher starts and removes sandbox processes; the engine implements it.
-type Launcher interface {
-	Command(session string) (SandboxCommand, error)
-	// Remove force-removes a container by name, bounded by ctx.
-	Remove(ctx context.Context, name string)
-	// StartError explains a sandbox that exited before its ready frame;
-	// retry asks for one more attempt (the launcher changed its settings).
-	StartError(stderr string, exitCode int) (err error, retry bool)
+// Sandbox is one started sandbox as its backend runs it: a process, or
+// anything else that ends, can be killed and speaks the link. The sandbox
+// actor owns it and decides when to hang up, kill and remove it; every
+// wait on it has a deadline on the actor's side, except for its exit after
+// Kill.
+type Sandbox interface {
+	// Name names the sandbox in logs (a container's name); "" for none.
+	Name() string
+	// Link is the host's end of the link; the same value on every call.
+	Link() Link
+	// HangUp ends the host's side of the link politely (EOF to the box,
+	// which the box takes as a shutdown) while its replies are still read.
+	HangUp()
+	// Exited is closed when the sandbox has ended; ExitCode is valid then:
+	// the box's exit code, 128+signal when it was signalled.
+	Exited() <-chan struct{}
+	ExitCode() int
+	// Logs is the tail of what the sandbox (and its runtime) wrote outside
+	// the link, after waiting up to wait for the rest of it once exited.
+	Logs(wait time.Duration) string
+	// Kill ends the sandbox at once, and whatever it started on the host.
+	Kill()
+	// Remove removes what a stopped sandbox leaves behind (a container),
+	// bounded by ctx; a no-op when there is nothing. It may run twice.
+	Remove(ctx context.Context)
+	// Release frees what is left (descriptors, helpers, reserved ids) and
+	// waits for the backend's goroutines; called once, after the sandbox
+	// has exited and Remove ran.
+	Release()
+}
+
+// Link is the host's end of a sandbox's link: newline-delimited JSON-RPC
+// frames both ways. Close closes the host's end at once. Writes must honour
+// SetWriteDeadline: a box that stops reading must never hold a host writer
+// beyond linkWriteBound.
+type Link interface {
+	io.ReadWriteCloser
+	SetWriteDeadline(t time.Time) error
 }
 
 // stopBound is how long a stopping sandbox may take before SIGKILL (TMO-4).
@@ -85,25 +112,16 @@ type SandboxConfig struct {
 	Log          zerolog.Logger
 }
 
-// sandbox is one container process and its link. Its goroutines (process
-// waiter, stderr drain, jsonrpc2 reader, request handlers) are stopped and
-// waited for by close.
+// sandbox is one started sandbox (its backend's Sandbox) and its link.
+// Its goroutines (jsonrpc2 reader, request handlers, link watch) and the
+// backend's are stopped and waited for by close.
 type sandbox struct {
 	cfg     *SandboxConfig
-	name    string // container name
+	name    string // Sandbox.Name
 	session string
-	child   *child
-	proc    *process // child.proc
-	// releaseCmd frees the launcher's reservation (SandboxCommand.Release)
-	// once close is done.
-	releaseCmd func()
-	conn       *jsonrpc2.Conn
-	// hangUp ends the host's side of the link politely (EOF to the box)
-	// while its replies are still read: stdin's close, or the link
-	// socket's write shutdown.
-	hangUp func()
-	log    zerolog.Logger
-	stderr *tailBuffer // child.stderr
+	box     Sandbox
+	conn    *jsonrpc2.Conn
+	log     zerolog.Logger
 
 	readyOnce sync.Once
 	ready     chan struct{} // closed by the ready frame
@@ -113,7 +131,7 @@ type sandbox struct {
 	served     chan struct{}
 	servedOnce sync.Once
 
-	exited    <-chan struct{} // closed when the process has exited
+	exited    <-chan struct{} // box.Exited()
 	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
 	jobs      jobScopes  // grants of the calls that started background jobs (jobs.go)
@@ -125,8 +143,6 @@ type sandbox struct {
 	budget    int64
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
 	stallOnce sync.Once
-	watchPipe io.Closer // the watchdog's pipe, held open until close
-	watchdog  *process  // removes the container when its pipe ends (close, or the bridge's death); nil when none
 	spawned   time.Time
 	wg        sync.WaitGroup
 }
@@ -177,66 +193,31 @@ func (a *activeCall) snapshot() ([]result.Chunk, bool, bool) {
 	return out, a.truncated, a.reset
 }
 
-// startSandbox spawns a sandbox process and writes its boot frame; it does
-// not wait for the ready frame (waitReady does).
+// startSandbox starts a sandbox through the backend and writes its boot
+// frame; it does not wait for the ready frame (waitReady does).
 func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
-	cmdSpec, err := cfg.Launcher.Command(session)
+	spawned := time.Now()
+	box, err := cfg.Launcher.Start(context.Background(), session)
 	if err != nil {
 		return nil, err
 	}
-	if cmdSpec.Release == nil {
-		cmdSpec.Release = func() {}
-	}
 	s := &sandbox{
-		cfg: cfg, name: cmdSpec.Name, session: session, releaseCmd: cmdSpec.Release,
-		log:      cfg.Log.With().Str("session", session).Str("container", cmdSpec.Name).Logger(),
+		cfg: cfg, name: box.Name(), session: session, box: box,
+		log:      cfg.Log.With().Str("session", session).Str("container", box.Name()).Logger(),
 		ready:    make(chan struct{}),
 		served:   make(chan struct{}),
 		slots:    make(chan struct{}, maxRunning),
 		admitted: make(chan struct{}, maxRunning+maxQueued),
 		budget:   int64(max(cfg.MaxFrame, minRequestBudget)),
 		stalled:  make(chan struct{}),
+		exited:   box.Exited(),
+		spawned:  spawned,
 	}
-	cmd := exec.Command(cmdSpec.Argv[0], cmdSpec.Argv[1:]...)
-	cmd.Dir = cmdSpec.Dir
-	var link *net.UnixConn
-	if cmdSpec.LinkFD {
-		var boxEnd *os.File
-		if link, boxEnd, err = socketLink(); err != nil {
-			cmdSpec.Release()
-			return nil, fmt.Errorf("sandbox: link: %w", err)
-		}
-		defer boxEnd.Close() // the CLI has its own copy once started
-		cmd.ExtraFiles = []*os.File{boxEnd}
-	}
-	s.spawned = time.Now()
-	// The CLI dies with the bridge (CLN-2); its own process group lets the
-	// bridge kill it and anything it started.
-	s.child, err = startChild(cmd, link != nil, s.log)
-	if err != nil {
-		if link != nil {
-			link.Close()
-		}
-		cmdSpec.Release()
-		return nil, fmt.Errorf("sandbox: start %s: %w", cmdSpec.Argv[0], err)
-	}
-	s.proc, s.stderr = s.child.proc, s.child.stderr
-	var stream *protocol.LineStream
-	if link != nil {
-		stream = protocol.NewLineStream(link, link, multiCloser{link, s.child.stdin}, cfg.MaxFrame, s.log)
-		s.hangUp = func() {
-			_ = link.CloseWrite()
-			_ = s.child.stdin.Close()
-		}
-	} else {
-		stream = protocol.NewLineStream(s.child.stdout, s.child.stdin, multiCloser{s.child.stdin, s.child.stdout}, cfg.MaxFrame, s.log)
-		s.hangUp = func() { _ = s.child.stdin.Close() }
-	}
+	link := box.Link()
+	stream := protocol.NewLineStream(link, link, link, cfg.MaxFrame, s.log)
 	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
 	stream.OnSkip(s.dropped)
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(linkLogger{s}))
-	s.exited = s.proc.exited
-	s.startWatchdog()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -252,70 +233,6 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		_ = stream.WriteLine(append(boot, '\n'), cfg.StartTimeout)
 	}()
 	return s, nil
-}
-
-// socketLink returns the two ends of a sandbox's link socket: the host's,
-// with write deadlines (BoundWrites), and the box's, for the CLI's fd 3.
-func socketLink() (*net.UnixConn, *os.File, error) {
-	host, box, err := protocol.SocketPair()
-	if err != nil {
-		return nil, nil, err
-	}
-	conn, err := net.FileConn(host) // a dup of the descriptor
-	host.Close()
-	if err != nil {
-		box.Close()
-		return nil, nil, err
-	}
-	return conn.(*net.UnixConn), box, nil
-}
-
-// removeArgver is implemented by launchers that can name the command that
-// force-removes a container.
-type removeArgver interface {
-	RemoveArgv(name string) []string
-}
-
-// startWatchdog starts a small process outside the bridge's reach that
-// removes the container when the bridge dies, however it dies: it waits for
-// EOF on a pipe only the bridge holds. Code in the sandbox can stop the
-// supervisor (same uid), so the container's own reaction to stdin EOF is
-// not enough (CLN-2). close ends its pipe too: the watchdog then removes
-// the container a second time (a no-op when it is gone), which covers a
-// removal of the bridge's own that ran out of time; close waits for it.
-func (s *sandbox) startWatchdog() {
-	ra, ok := s.cfg.Launcher.(removeArgver)
-	if !ok || s.name == "" {
-		return
-	}
-	argv := ra.RemoveArgv(s.name)
-	if argv == nil {
-		return
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		s.log.Debug().Err(err).Msg("no container watchdog")
-		return
-	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `read -r _ || exec "$@" >/dev/null 2>&1`, "sh"}, argv...)...)
-	cmd.Stdin = r
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // no parent-death signal: it must outlive the bridge
-	err = cmd.Start()
-	r.Close()
-	if err != nil {
-		w.Close()
-		s.log.Debug().Err(err).Msg("no container watchdog")
-		return
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	s.watchdog = p
-	s.watchPipe = w
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		p.code = exitCode(cmd, cmd.Wait())
-		close(p.exited)
-	}()
 }
 
 // watchLink kills the sandbox when a write to its stdin stalled: the link is
@@ -339,19 +256,6 @@ func (s *sandbox) linkStalled() bool {
 	}
 }
 
-// multiCloser closes each of its members.
-type multiCloser []io.Closer
-
-func (m multiCloser) Close() error {
-	var first error
-	for _, c := range m {
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
 // markServed records that a call has ended in the sandbox.
 func (s *sandbox) markServed() { s.servedOnce.Do(func() { close(s.served) }) }
 
@@ -367,12 +271,12 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 		}
 		return false, nil
 	case <-s.exited:
-		s.stderr.waitDrained(time.Second)
-		err, retry := s.cfg.Launcher.StartError(s.stderr.String(), s.proc.code)
+		code := s.box.ExitCode()
+		err, retry := s.cfg.Launcher.StartError(s.box.Logs(time.Second), code)
 		if err == nil {
 			// A sandbox that exited is never ready, even when the launcher
 			// changed its settings and asks for another start.
-			err = fmt.Errorf("Sandbox exited with code %d before it was ready", s.proc.code)
+			err = fmt.Errorf("Sandbox exited with code %d before it was ready", code)
 		}
 		return retry, err
 	case <-timer.C:
@@ -412,20 +316,19 @@ func (s *sandbox) interrupt(call int64) {
 }
 
 // kill stops the sandbox at once (hard timeout, failed start, shutdown). The
-// CLI's process group is killed first, so nothing can create the container
-// any more; then the container is removed by name (CLN-4). Removing first
+// box is killed first (a container CLI's process group), so nothing can
+// create the container any more; then it is removed (CLN-4). Removing first
 // would race with a container still being created.
 func (s *sandbox) kill() {
-	s.signalGroup(syscall.SIGKILL)
+	s.box.Kill()
 	s.waitExit(stopBound)
 	ctx, cancel := context.WithTimeout(context.Background(), stopBound)
 	defer cancel()
-	s.cfg.Launcher.Remove(ctx, s.name)
+	s.box.Remove(ctx)
 }
 
-// close stops the sandbox politely (stdin EOF, which the supervisor treats
-// as a shutdown frame), else kills it; the container is always removed by
-// name. It then waits for every goroutine of the sandbox. Nothing here waits
+// close stops the sandbox politely (link EOF, which the supervisor treats
+// as a shutdown frame), else kills it; the container is always removed. It then waits for every goroutine of the sandbox. Nothing here waits
 // on the sandbox reading: closing stdin ends any write in progress. A
 // sandbox still starting is closed politely too: killing the CLI while it
 // creates the container strands conmon and `runc init` outside podman's
@@ -444,39 +347,32 @@ func (s *sandbox) close() {
 			// The host's side only: the link keeps draining the box, so
 			// the CLI never blocks on, or dies of, a closed pipe while it
 			// finishes.
-			s.hangUp()
+			s.box.HangUp()
 			polite = s.waitExit(wait)
 		}
 		if polite {
 			ctx, cancel := context.WithTimeout(context.Background(), stopBound)
-			s.cfg.Launcher.Remove(ctx, s.name)
+			s.box.Remove(ctx)
 			cancel()
 		} else {
 			s.kill()
 		}
 		if !s.waitExit(stopBound) {
-			s.signalGroup(syscall.SIGKILL)
+			s.box.Kill()
 			<-s.exited
 		}
-		// A grandchild may still hold the write ends; give the drains a
-		// moment, then close the read ends so no goroutine stays blocked.
-		s.child.release(time.Second)
+		// The box is gone and removed (or its removal timed out, and the
+		// backend tries once more before Release returns). Release closes
+		// what the link readers may still block on.
+		s.box.Release()
 		_ = s.conn.Close()
-		if s.watchPipe != nil {
-			_ = s.watchPipe.Close()
-		}
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
 		s.reportDrops(0)
-		// The container is removed (or its removal timed out and the
-		// watchdog, which close waited for, tried once more).
-		s.releaseCmd()
 	})
 }
 
-func (s *sandbox) waitExit(d time.Duration) bool { return s.child.waitExit(d) }
+func (s *sandbox) waitExit(d time.Duration) bool { return waitClosed(s.exited, d) }
 
-func (s *sandbox) signalGroup(sig syscall.Signal) { s.proc.signalGroup(sig) }
-
-// exitCode is the process's exit code; valid once exited is closed.
-func (s *sandbox) exitCode() int { return s.proc.code }
+// exitCode is the box's exit code; valid once exited is closed.
+func (s *sandbox) exitCode() int { return s.box.ExitCode() }

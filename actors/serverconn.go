@@ -19,7 +19,12 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/bridge-mcp/bridge/actors/childproc"
 )
+
+// waitClosed waits up to d for ch to close.
+var waitClosed = childproc.WaitClosed
 
 // serverConn is one running server: its process (stdio) or HTTP session,
 // and the mcp-go client speaking to it.
@@ -27,9 +32,9 @@ type serverConn struct {
 	name    string
 	mc      *client.Client
 	tr      transport.Interface
-	child   *child      // nil for http/sse
-	proc    *process    // child.proc
-	stderr  *tailBuffer // child.stderr
+	child   *childproc.Child      // nil for http/sse
+	proc    *childproc.Process    // child.Proc
+	stderr  *childproc.TailBuffer // child.Stderr
 	version string
 	started time.Time
 	ids     atomic.Int64
@@ -61,11 +66,11 @@ func (s *serverConn) markDone(why string) {
 func (s *serverConn) exitDesc() string {
 	if s.proc != nil {
 		select {
-		case <-s.proc.exited:
-			if s.proc.code > 128 {
-				return fmt.Sprintf("killed by signal %d", s.proc.code-128)
+		case <-s.proc.Exited():
+			if code := s.proc.Code(); code > 128 {
+				return fmt.Sprintf("killed by signal %d", code-128)
 			}
-			return fmt.Sprintf("exit status %d", s.proc.code)
+			return fmt.Sprintf("exit status %d", s.proc.Code())
 		default:
 			return "still running"
 		}
@@ -301,11 +306,11 @@ func (c *Client) spawn(conn *serverConn) error {
 	cmd := exec.Command(c.spec.Command, c.spec.Args...)
 	cmd.Env = c.spec.Env
 	cmd.Dir = c.spec.Cwd
-	ch, err := startChild(cmd, false, c.log)
+	ch, err := childproc.StartChild(cmd, false, c.log)
 	if err != nil {
 		return err
 	}
-	conn.child, conn.proc, conn.stderr = ch, ch.proc, ch.stderr
+	conn.child, conn.proc, conn.stderr = ch, ch.Proc, ch.Stderr
 	if c.deps.Children != nil {
 		conn.children = c.deps.Children
 		conn.children.Add(cmd.Process.Pid)
@@ -313,10 +318,10 @@ func (c *Client) spawn(conn *serverConn) error {
 	conn.wg.Add(1)
 	go func() {
 		defer conn.wg.Done()
-		<-ch.exited()
+		<-ch.Exited()
 		conn.markDone("")
 	}()
-	conn.tr = transport.NewIO(ch.stdout, ch.stdin, nil)
+	conn.tr = transport.NewIO(ch.Stdout, ch.Stdin, nil)
 	conn.mc = client.NewClient(conn.tr)
 	return conn.mc.Start(context.Background())
 }
@@ -357,12 +362,12 @@ func (s *serverConn) close() {
 			s.markDone("closed")
 			return
 		}
-		s.child.stop(time.Second, 2*time.Second)
+		s.child.Stop(time.Second, 2*time.Second)
 		if s.children != nil {
-			s.children.Remove(s.proc.cmd.Process.Pid)
+			s.children.Remove(s.proc.Pid())
 		}
 		_ = s.tr.Close()
-		s.child.release(time.Second)
+		s.child.Release(time.Second)
 		s.wg.Wait()
 	})
 }
@@ -371,6 +376,6 @@ func (s *serverConn) close() {
 // messages carry the child's last words.
 func (s *serverConn) awaitStderr() {
 	if s.stderr != nil {
-		s.stderr.waitDrained(500 * time.Millisecond)
+		s.stderr.WaitDrained(500 * time.Millisecond)
 	}
 }

@@ -24,14 +24,20 @@ type fakeLauncher struct {
 	returned atomic.Int64
 }
 
-func (f *fakeLauncher) Command(session string) (SandboxCommand, error) {
-	if f.argv == nil {
-		return SandboxCommand{}, errors.New("no sandbox in this test")
-	}
-	return SandboxCommand{Argv: f.argv, Name: fmt.Sprintf("fake-%s-%d", session, f.n.Add(1))}, nil
+func (f *fakeLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
+	return f.start(session, func(int64) []string { return f.argv })
 }
 
-func (f *fakeLauncher) Remove(ctx context.Context, name string) {
+// start starts the sandbox argv gives for the number of this start.
+func (f *fakeLauncher) start(session string, argv func(n int64) []string) (Sandbox, error) {
+	if f.argv == nil {
+		return nil, errors.New("no sandbox in this test")
+	}
+	n := f.n.Add(1)
+	return startProcBox(argv(n), fmt.Sprintf("fake-%s-%d", session, n), f.remove)
+}
+
+func (f *fakeLauncher) remove(ctx context.Context) {
 	if f.gate != nil {
 		select {
 		case <-f.gate:
@@ -251,12 +257,13 @@ func TestSpareReplacedAfterFirstCall(t *testing.T) {
 // exits at once, and every later one a working sandbox.
 type spareFailsLauncher struct{ fakeLauncher }
 
-func (f *spareFailsLauncher) Command(session string) (SandboxCommand, error) {
-	cmd, err := f.fakeLauncher.Command(session)
-	if f.n.Load() == 1 {
-		cmd.Argv = []string{"sh", "-c", "exit 3"}
-	}
-	return cmd, err
+func (f *spareFailsLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
+	return f.start(session, func(n int64) []string {
+		if n == 1 {
+			return []string{"sh", "-c", "exit 3"}
+		}
+		return f.argv
+	})
 }
 
 // TestFailedSpareStartsFresh: a call whose spare failed to start gets a

@@ -20,7 +20,6 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/entrypoint"
 )
 
@@ -159,13 +158,26 @@ func NewLauncher(env Env, owner string, log zerolog.Logger) *Launcher {
 // Local reports whether sandboxes are plain host processes (RT-5).
 func (l *Launcher) Local() bool { return l.env.Runtime == "local" }
 
-// Command implements actors.Launcher.
-func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
+// sandboxCommand is how to start one sandbox's process.
+type sandboxCommand struct {
+	argv []string
+	name string // container name; "" for the local backend
+	dir  string // working directory of the process
+	// release frees what the launcher reserved for this container (its id
+	// map); called once, after the container is gone.
+	release func()
+	// linkFD: the link is a socket the process gets as fd 3 (its stdout
+	// then carries logs only); otherwise its stdin and stdout.
+	linkFD bool
+}
+
+// command is how to start the sandbox of session.
+func (l *Launcher) command(session string) (sandboxCommand, error) {
 	if l.Local() {
 		l.log.Warn().Str("session", session).Msg("MCP_BRIDGE_RUNTIME=local: the sandbox is a plain host process with NO isolation (tests only)")
 		py, err := exec.LookPath("python3")
 		if err != nil {
-			return actors.SandboxCommand{}, fmt.Errorf("local runtime: %w", err)
+			return sandboxCommand{}, fmt.Errorf("local runtime: %w", err)
 		}
 		// Not the bridge's own directory: user code writes relative paths.
 		argv := []string{py, "-u", "-c", entrypoint.Bootstrap}
@@ -173,16 +185,16 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 		if socket {
 			argv = append(argv, strconv.Itoa(LinkFD))
 		}
-		return actors.SandboxCommand{Argv: argv, Dir: os.TempDir(), LinkFD: socket}, nil
+		return sandboxCommand{argv: argv, dir: os.TempDir(), release: func() {}, linkFD: socket}, nil
 	}
 	l.settle()
 	cli, podman, oci, err := l.resolve()
 	if err != nil {
-		return actors.SandboxCommand{}, err
+		return sandboxCommand{}, err
 	}
 	seccomp, ids, err := l.confinement(podman)
 	if err != nil {
-		return actors.SandboxCommand{}, err
+		return sandboxCommand{}, err
 	}
 	var idmap *IDMap
 	release := func() {}
@@ -205,7 +217,7 @@ func (l *Launcher) Command(session string) (actors.SandboxCommand, error) {
 	}
 	fallbackLimits(l.limitFacts(podman), l.env, &spec)
 	argv := ContainerArgv(spec)
-	return actors.SandboxCommand{Argv: argv, Name: name, Dir: l.RunDir(), Release: release, LinkFD: spec.LinkFD}, nil
+	return sandboxCommand{argv: argv, name: name, dir: l.RunDir(), release: release, linkFD: spec.LinkFD}, nil
 }
 
 // SocketLink reports whether sandboxes get their link as a socket on fd 3
@@ -235,8 +247,8 @@ func (l *Launcher) limitFacts(podman bool) RuntimeFacts {
 	return l.Facts()
 }
 
-// Remove force-removes a container by name (CLN-4), bounded by ctx.
-func (l *Launcher) Remove(ctx context.Context, name string) {
+// remove force-removes a container by name (CLN-4), bounded by ctx.
+func (l *Launcher) remove(ctx context.Context, name string) {
 	if name == "" || l.Local() {
 		return
 	}

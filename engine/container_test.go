@@ -437,11 +437,11 @@ func TestStartErrorHybridCgroups(t *testing.T) {
 		if got, want := l.GlobalArgs(), []string{"--runtime", "runc"}; !slices.Equal(got, want) {
 			t.Errorf("GlobalArgs after the switch = %q, want %q", got, want)
 		}
-		cmd, err := l.Command("s1")
+		cmd, err := l.command("s1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := cmd.Argv[1:4], []string{"--runtime", "runc", "run"}; !slices.Equal(got, want) {
+		if got, want := cmd.argv[1:4], []string{"--runtime", "runc", "run"}; !slices.Equal(got, want) {
 			t.Errorf("argv after the switch starts %q, want %q", got, want)
 		}
 		err, retry = l.StartError(stderr, 125)
@@ -474,11 +474,11 @@ func TestLauncherCommand(t *testing.T) {
 		e.Pids = 64
 		e.ContainerUser = "1000:1000"
 	})
-	cmd, err := l.Command("work")
+	cmd, err := l.command("work")
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := cmd.Argv
+	argv := cmd.argv
 	if argv[0] != cli {
 		t.Errorf("argv[0] = %q, want %q", argv[0], cli)
 	}
@@ -486,11 +486,11 @@ func TestLauncherCommand(t *testing.T) {
 		t.Errorf("argv starts %q, want %q", got, want)
 	}
 	nameRe := regexp.MustCompile(fmt.Sprintf(`^bridge-%d-work-[0-9a-f]{6}$`, os.Getpid()))
-	if !nameRe.MatchString(cmd.Name) {
-		t.Errorf("Name = %q, want a match of %s", cmd.Name, nameRe)
+	if !nameRe.MatchString(cmd.name) {
+		t.Errorf("Name = %q, want a match of %s", cmd.name, nameRe)
 	}
 	checks := []struct{ flag, want string }{
-		{"--name", cmd.Name}, {"--memory", "1g"}, {"--memory-swap", "1g"}, {"--pids-limit", "64"},
+		{"--name", cmd.name}, {"--memory", "1g"}, {"--memory-swap", "1g"}, {"--pids-limit", "64"},
 		{"--cpus", "1.5"}, {"--user", "1000:1000"}, {"--label", "bridge.owner=h/1/2"},
 	}
 	for _, c := range checks {
@@ -512,12 +512,12 @@ func TestLauncherCommand(t *testing.T) {
 	if n := len(entrypoint.Bootstrap); n == 0 || n >= 1024 {
 		t.Errorf("bootstrap is %d bytes, want 1..1023", n)
 	}
-	other, err := l.Command("work")
+	other, err := l.command("work")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.Name == cmd.Name {
-		t.Errorf("two sandboxes of one session share the name %q", cmd.Name)
+	if other.name == cmd.name {
+		t.Errorf("two sandboxes of one session share the name %q", cmd.name)
 	}
 }
 

@@ -150,11 +150,11 @@ func TestSettleChoosesRuncBeforeFirstContainer(t *testing.T) {
 	}
 	env.Runtime = scriptCLI(t, "podman", strings.Replace(podmanUp, `"name":"runc"`, `"name":"crun"`, 1), "", 0)
 	l := NewLauncher(env, "h/1/2", zerolog.Nop())
-	cmd, err := l.Command("s1")
+	cmd, err := l.command("s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cmd.Argv[1:4], []string{"--runtime", "runc", "run"}; !slices.Equal(got, want) {
+	if got, want := cmd.argv[1:4], []string{"--runtime", "runc", "run"}; !slices.Equal(got, want) {
 		t.Errorf("first container argv starts %q, want %q", got, want)
 	}
 	if got, want := l.GlobalArgs(), []string{"--runtime", "runc"}; !slices.Equal(got, want) {
@@ -170,11 +170,11 @@ func TestSettleChoosesRuncBeforeFirstContainer(t *testing.T) {
 	}
 	l = NewLauncher(env, "h/1/2", zerolog.Nop())
 	start := time.Now()
-	if cmd, err = l.Command("s1"); err != nil {
+	if cmd, err = l.command("s1"); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took >= 2*time.Second || slices.Contains(cmd.Argv, "--runtime") {
-		t.Errorf("not hybrid: Command took %v, argv %q; want no wait and no --runtime", took, cmd.Argv[:4])
+	if took := time.Since(start); took >= 2*time.Second || slices.Contains(cmd.argv, "--runtime") {
+		t.Errorf("not hybrid: Command took %v, argv %q; want no wait and no --runtime", took, cmd.argv[:4])
 	}
 }
 

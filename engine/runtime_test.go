@@ -113,11 +113,11 @@ func TestLimitsFallback(t *testing.T) {
 		}
 		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
 		l := NewLauncher(env, "h/1/2", zerolog.Nop())
-		cmd, err := l.Command("default")
+		cmd, err := l.command("default")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ulimits := flagValues(cmd.Argv, "--ulimit")
+		ulimits := flagValues(cmd.argv, "--ulimit")
 		hasData := slices.Contains(ulimits, "data=268435456:268435456")
 		hasNproc := slices.Contains(ulimits, "nproc=100:100")
 		warning := LimitsWarning(l.Facts(), env)
@@ -160,13 +160,13 @@ func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
 		}
 		l := NewLauncher(env, "h/1/2", zerolog.Nop())
 		start := time.Now()
-		cmd, err := l.Command("default")
+		cmd, err := l.command("default")
 		took := time.Since(start)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waited := took >= 2*time.Second
-		hasData := slices.Contains(flagValues(cmd.Argv, "--ulimit"), "data=268435456:268435456")
+		hasData := slices.Contains(flagValues(cmd.argv, "--ulimit"), "data=268435456:268435456")
 		if waited == holds || hasData == holds {
 			t.Errorf("facts known here: %v; Command took %v (waited for the probe: %v), data ulimit: %v", holds, took, waited, hasData)
 		}

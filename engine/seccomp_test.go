@@ -182,7 +182,7 @@ func TestLauncherSeccomp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			state := t.TempDir()
 			l, _ := testLauncher(t, "docker", func(e *Env) { e.Seccomp, e.StateDir = tt.value, state })
-			cmd, err := l.Command("s")
+			cmd, err := l.command("s")
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("Command error %v, want %q...", err, tt.wantErr)
@@ -192,10 +192,10 @@ func TestLauncherSeccomp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := flagValues(cmd.Argv, "--security-opt"), tt.want(state); !slices.Equal(got, want) {
+			if got, want := flagValues(cmd.argv, "--security-opt"), tt.want(state); !slices.Equal(got, want) {
 				t.Errorf("--security-opt values %q, want %q", got, want)
 			}
-			if got := flagValues(cmd.Argv, "--uidmap"); len(got) != 0 {
+			if got := flagValues(cmd.argv, "--uidmap"); len(got) != 0 {
 				t.Errorf("docker argv has --uidmap %q", got)
 			}
 		})

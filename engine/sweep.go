@@ -37,7 +37,7 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 		if !ok || OwnerAlive(owner) {
 			continue
 		}
-		l.Remove(ctx, name)
+		l.remove(ctx, name)
 		n++
 	}
 	if n > 0 {

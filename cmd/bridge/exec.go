@@ -11,7 +11,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -103,7 +102,7 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		}
 	}
 	if msg != "" {
-		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: actors.DefaultSession})
+		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})
 	} else {
 		e.Exec(ctx, a, emit)
 	}

@@ -9,12 +9,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/actors/childproc"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == actors.WatchParentArg { // hidden: see actors/parentwatch.go
-		os.Exit(actors.RunParentWatcher(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == childproc.WatchParentArg { // hidden: see actors/childproc/parentwatch.go
+		os.Exit(childproc.RunParentWatcher(os.Args[2:]))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)

@@ -11,6 +11,9 @@ const (
 	StatusValidation = "validation_error"
 )
 
+// DefaultSession is the session of a call without a session argument.
+const DefaultSession = "default"
+
 // Stream names of captured output.
 const (
 	StreamStdout = "stdout"

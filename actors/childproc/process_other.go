@@ -1,6 +1,6 @@
 //go:build !linux
 
-package actors
+package childproc
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ var parentPipe struct {
 // between the bridge and cmd, reading a pipe whose only writer is the
 // bridge; when the bridge dies, the watcher sees EOF and SIGKILLs the
 // process group, as Pdeathsig does on Linux.
-func startDying(cmd *exec.Cmd) (*process, error) {
+func startDying(cmd *exec.Cmd) (*Process, error) {
 	parentPipe.once.Do(func() {
 		parentPipe.r, parentPipe.w, parentPipe.err = os.Pipe()
 	})

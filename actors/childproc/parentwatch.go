@@ -1,4 +1,4 @@
-package actors
+package childproc
 
 import (
 	"errors"
@@ -77,14 +77,14 @@ func RunParentWatcher(args []string) int {
 }
 
 // startWatched starts cmd under a watcher reading r (see startDying).
-func startWatched(cmd *exec.Cmd, r *os.File) (*process, error) {
+func startWatched(cmd *exec.Cmd, r *os.File) (*Process, error) {
 	if err := watchCommandWith(cmd, r); err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := newProcess(cmd)
 	go p.wait()
 	return p, nil
 }

@@ -1,4 +1,4 @@
-package actors
+package childproc
 
 import (
 	"bytes"
@@ -15,28 +15,29 @@ import (
 	"github.com/bridge-mcp/bridge/protocol/printable"
 )
 
-// child is a started process that owns its pipes, the one way the bridge
-// runs a sandbox's container CLI and a stdio MCP server. stdin is an
-// *os.File, so writes can have a deadline and closing it is the polite
-// stop; stdout's read end is the caller's to read; stderr is drained into a
-// capped tail for error messages. exec.Cmd's own pipes are not used: Wait
-// would close the readers and could drop the last frames the child wrote
-// before exiting. The child runs in its own process group and dies with
-// the bridge (startProcess).
-type child struct {
-	proc   *process
-	stdin  *os.File
-	stdout *os.File // read end; nil when stdout joins stderr
-	stderr *tailBuffer
-	errR   *os.File // stderr's read end, closed by release
+// Child is a started process that owns its pipes, the one way the bridge
+// runs a sandbox's process (a container CLI, or the local backend's
+// python) and a stdio MCP server. Stdin is an *os.File, so writes can have
+// a deadline and closing it is the polite stop; Stdout's read end is the
+// caller's to read; stderr is drained into a capped tail for error
+// messages. exec.Cmd's own pipes are not used: Wait would close the
+// readers and could drop the last frames the child wrote before exiting.
+// The child runs in its own process group and dies with the bridge
+// (Start).
+type Child struct {
+	Proc   *Process
+	Stdin  *os.File
+	Stdout *os.File // read end; nil when stdout joins stderr
+	Stderr *TailBuffer
+	errR   *os.File // stderr's read end, closed by Release
 	drain  sync.WaitGroup
 }
 
-// startChild starts cmd with fresh pipes; stderr lines are logged to log
+// StartChild starts cmd with fresh pipes; stderr lines are logged to log
 // at debug. With stdoutIsLog the child's stdout joins its stderr (its
-// frames travel elsewhere) and c.stdout is nil. On error nothing is left
+// frames travel elsewhere) and c.Stdout is nil. On error nothing is left
 // open.
-func startChild(cmd *exec.Cmd, stdoutIsLog bool, log zerolog.Logger) (*child, error) {
+func StartChild(cmd *exec.Cmd, stdoutIsLog bool, log zerolog.Logger) (*Child, error) {
 	var files []*os.File
 	var err error
 	pipe := func() (r, w *os.File) {
@@ -63,7 +64,7 @@ func startChild(cmd *exec.Cmd, stdoutIsLog bool, log zerolog.Logger) (*child, er
 	if stdoutIsLog {
 		cmd.Stdout = errW
 	}
-	proc, err := startProcess(cmd)
+	proc, err := Start(cmd)
 	inR.Close()
 	errW.Close()
 	if outW != nil {
@@ -77,79 +78,69 @@ func startChild(cmd *exec.Cmd, stdoutIsLog bool, log zerolog.Logger) (*child, er
 		}
 		return nil, err
 	}
-	c := &child{proc: proc, stdin: inW, stdout: outR, errR: errR, stderr: newTailBuffer(50, 8<<10)}
+	c := &Child{Proc: proc, Stdin: inW, Stdout: outR, errR: errR, Stderr: NewTailBuffer(50, 8<<10)}
 	c.drain.Add(1)
 	go func() {
 		defer c.drain.Done()
-		c.stderr.drain(errR, log)
+		c.Stderr.Drain(errR, log)
 	}()
 	return c, nil
 }
 
-// exited is closed when the process has exited.
-func (c *child) exited() <-chan struct{} { return c.proc.exited }
+// Exited is closed when the process has exited.
+func (c *Child) Exited() <-chan struct{} { return c.Proc.exited }
 
-// waitExit waits up to d for the process to exit.
-func (c *child) waitExit(d time.Duration) bool { return waitClosed(c.proc.exited, d) }
+// WaitExit waits up to d for the process to exit.
+func (c *Child) WaitExit(d time.Duration) bool { return c.Proc.WaitExit(d) }
 
-// stop ends the child politely, then by its group: stdin closes and the
+// Stop ends the child politely, then by its group: stdin closes and the
 // child has polite to exit; then its process group gets SIGTERM and term
 // more (none when term is 0), then SIGKILL. Whatever the child left in its
 // group is killed last: a wrapper (npx-style) may exit while its child
 // lives on holding the pipes.
-func (c *child) stop(polite, term time.Duration) {
-	_ = c.stdin.Close()
-	exited := c.waitExit(polite)
+func (c *Child) Stop(polite, term time.Duration) {
+	_ = c.Stdin.Close()
+	exited := c.WaitExit(polite)
 	if !exited && term > 0 {
-		c.proc.signalGroup(syscall.SIGTERM)
-		exited = c.waitExit(term)
+		c.Proc.SignalGroup(syscall.SIGTERM)
+		exited = c.WaitExit(term)
 	}
 	if !exited {
-		c.proc.signalGroup(syscall.SIGKILL)
-		<-c.proc.exited
+		c.Proc.SignalGroup(syscall.SIGKILL)
+		<-c.Proc.exited
 	}
-	c.proc.signalGroup(syscall.SIGKILL)
+	c.Proc.SignalGroup(syscall.SIGKILL)
 }
 
-// release closes the read ends once stderr has drained (or after d: a
+// Release closes the read ends once stderr has drained (or after d: a
 // grandchild may still hold the write ends) and waits for the drain.
-func (c *child) release(d time.Duration) {
-	c.stderr.waitDrained(d)
-	if c.stdout != nil {
-		_ = c.stdout.Close()
+func (c *Child) Release(d time.Duration) {
+	c.Stderr.WaitDrained(d)
+	if c.Stdout != nil {
+		_ = c.Stdout.Close()
 	}
 	_ = c.errR.Close()
 	c.drain.Wait()
 }
 
-// waitClosed waits up to d for ch to close.
-func waitClosed(ch <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// tailBuffer keeps the last lines of a stream for error messages.
-type tailBuffer struct {
+// TailBuffer keeps the last lines of a stream for error messages.
+type TailBuffer struct {
 	maxLines, maxBytes int
 	mu                 sync.Mutex
 	lines              []string
 	drained            chan struct{}
 }
 
-func newTailBuffer(lines, bytes int) *tailBuffer {
-	return &tailBuffer{maxLines: lines, maxBytes: bytes, drained: make(chan struct{})}
+// NewTailBuffer keeps the last lines of a stream, each and all of them
+// within bytes.
+func NewTailBuffer(lines, bytes int) *TailBuffer {
+	return &TailBuffer{maxLines: lines, maxBytes: bytes, drained: make(chan struct{})}
 }
 
-// drain reads r to its end. Its cost is linear in what it reads: a line
+// Drain reads r to its end. Its cost is linear in what it reads: a line
 // longer than maxBytes keeps only its last maxBytes, so an unterminated
 // flood costs one bounded buffer, never a growing one.
-func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
+func (t *TailBuffer) Drain(r io.Reader, log zerolog.Logger) {
 	defer close(t.drained)
 	buf := make([]byte, 32<<10)
 	var partial []byte // the unterminated line so far, at most maxBytes
@@ -184,7 +175,7 @@ func (t *tailBuffer) drain(r io.Reader, log zerolog.Logger) {
 	}
 }
 
-func (t *tailBuffer) add(line string) {
+func (t *TailBuffer) add(line string) {
 	if len(line) > t.maxBytes {
 		line = line[:t.maxBytes]
 	}
@@ -196,7 +187,8 @@ func (t *tailBuffer) add(line string) {
 	}
 }
 
-func (t *tailBuffer) waitDrained(d time.Duration) {
+// WaitDrained waits up to d for Drain to reach the end of its stream.
+func (t *TailBuffer) WaitDrained(d time.Duration) {
 	select {
 	case <-t.drained:
 	case <-time.After(d):
@@ -204,7 +196,7 @@ func (t *tailBuffer) waitDrained(d time.Duration) {
 }
 
 // String returns the kept lines, newest last, within maxBytes.
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := strings.Join(t.lines, "\n")

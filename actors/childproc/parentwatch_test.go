@@ -1,4 +1,4 @@
-package actors
+package childproc
 
 import (
 	"bufio"
@@ -42,12 +42,12 @@ func TestParentWatcherKillsGroupOnParentDeath(t *testing.T) {
 	}
 	w.Close() // the bridge died
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-time.After(10 * time.Second):
-		p.signalGroup(syscall.SIGKILL)
+		p.SignalGroup(syscall.SIGKILL)
 		t.Fatal("the watcher did not end after its parent's pipe closed")
 	}
-	if got, want := p.code, 128+int(syscall.SIGKILL); got != want {
+	if got, want := p.Code(), 128+int(syscall.SIGKILL); got != want {
 		t.Errorf("watcher exit code %d, want %d", got, want)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -98,17 +98,17 @@ func TestParentWatcherPassesExit(t *testing.T) {
 	wait:
 		for {
 			select {
-			case <-p.exited:
+			case <-p.Exited():
 				break wait
 			case <-term:
-				p.signalGroup(syscall.SIGTERM)
+				p.SignalGroup(syscall.SIGTERM)
 			case <-deadline:
-				p.signalGroup(syscall.SIGKILL)
-				<-p.exited
+				p.SignalGroup(syscall.SIGKILL)
+				<-p.Exited()
 				break wait
 			}
 		}
-		if got := p.code; got != c.want {
+		if got := p.Code(); got != c.want {
 			t.Errorf("%q under the watcher: exit %d, want %d", c.argv, got, c.want)
 		}
 	}

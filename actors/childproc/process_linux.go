@@ -1,4 +1,4 @@
-package actors
+package childproc
 
 import (
 	"os/exec"
@@ -10,9 +10,9 @@ import (
 // on an OS thread that stays locked until the child exits: Pdeathsig fires
 // when the creating thread dies, so the thread must live exactly as long as
 // the child.
-func startDying(cmd *exec.Cmd) (*process, error) {
+func startDying(cmd *exec.Cmd) (*Process, error) {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := newProcess(cmd)
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
