@@ -19,12 +19,31 @@
 //	├── sessions       supervisor
 //	│   ├── sessions   Sessions: the manager; a keyed map of the sessions, the spare container
 //	│   └── session:NAME  Session: runs one session's calls on its sandbox, one at a time
-//	├── runtime-probe  the engine's container launcher: probes the runtime once
+//	├── runtime-probe  engine/container's Launcher: probes the runtime once (not with engine/local)
 //	└── reaper         Reaper: ticks the sessions; sweeps leftovers of dead bridges
 //
 // A sandbox (sandbox.go) is not a service: its Session starts and closes it,
-// and its goroutines (process waiter, stderr drain, link reader, request
-// handlers) are stopped and waited for by its close.
+// and its goroutines (link reader, request handlers, link watch) and its
+// backend's are stopped and waited for by its close.
+//
+// # Sandbox backends
+//
+// A Launcher is a sandbox backend: Start(ctx, session) returns a Sandbox,
+// which gives the link (a Link: frames both ways, writes with a deadline),
+// Exited and ExitCode, Logs (what the box wrote outside the link, for start
+// errors), HangUp (the polite stop), Kill, Remove (what a stopped box leaves
+// behind) and Release. The sandbox actor decides when each is called and
+// bounds every wait; how a box runs is the backend's business.
+// engine/container runs the podman or docker CLI as a local child that dies
+// with the bridge, its link a socket on fd 3 or its stdio, plus a watchdog
+// that removes the container should the bridge die; engine/local (tests
+// only) runs python3 on the host. A backend with no local process (a
+// Kubernetes pod) implements the same two interfaces.
+//
+// Child processes (a backend's CLI, stdio MCP servers) run through
+// actors/childproc: own process group, death with the bridge (a
+// parent-death signal on Linux, the parent watcher elsewhere), owned pipes
+// and a capped stderr tail. It holds no actor, so cmd may import it.
 //
 // # Messages
 //

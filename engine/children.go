@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/owner"
 )
 
 // childRegistry records each stdio child as <state>/.bridge/children/<pid>
@@ -27,7 +29,7 @@ func (r *childRegistry) Add(pid int) {
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return
 	}
-	data := fmt.Sprintf("%s\n%d\n", r.owner, processStartMs(pid))
+	data := fmt.Sprintf("%s\n%d\n", r.owner, owner.StartMs(pid))
 	if err := os.WriteFile(filepath.Join(r.dir, strconv.Itoa(pid)), []byte(data), 0o600); err != nil {
 		r.log.Debug().Err(err).Msg("child registry")
 	}
@@ -44,9 +46,9 @@ func (r *childRegistry) Remove(pid int) {
 // matching an unrelated group. It reports whether it killed anything.
 func killGroup(pgid int, leaderStart int64) bool {
 	killed := false
-	for _, p := range allProcs() {
-		if p.pgrp == pgid && p.startMs >= leaderStart {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	for _, p := range owner.Procs() {
+		if p.Pgrp == pgid && p.StartMs >= leaderStart {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			killed = true
 		}
 	}
@@ -58,14 +60,14 @@ func killGroup(pgid int, leaderStart int64) bool {
 // them. It returns how many groups it killed.
 func (r *childRegistry) Sweep() int {
 	n := 0
-	for _, pid := range pidEntries(r.dir) {
+	for _, pid := range owner.PidEntries(r.dir) {
 		path := filepath.Join(r.dir, strconv.Itoa(pid))
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}
 		lines := strings.Split(string(data), "\n")
-		if len(lines) < 2 || OwnerAlive(lines[0]) {
+		if len(lines) < 2 || owner.Alive(lines[0]) {
 			continue
 		}
 		start, _ := strconv.ParseInt(lines[1], 10, 64)

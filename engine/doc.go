@@ -9,8 +9,14 @@
 // # Where things live
 //
 //   - cmd/bridge: the CLI (bridge run, exec, doctor, bench, image).
-//   - engine: the wiring (this package) and the host parts the actors use.
-//   - actors: the running services, each owning its state.
+//   - engine: the wiring (this package), doctor and the host parts the
+//     actors use.
+//   - Sandbox backends, which implement actors.Launcher, under engine:
+//     container (podman and docker) and local (tests only). Each takes
+//     only the settings it reads (container.Config, built by
+//     Env.ContainerConfig), not the whole Env.
+//   - actors: the running services, each owning its state; actors/childproc
+//     runs child processes (no actor: cmd uses its parent watcher).
 //   - protocol: the wire types of the host↔sandbox link; protocol/result is
 //     a run's outcome.
 //   - Pure libraries the actors use, under protocol: alias (server and tool
@@ -23,13 +29,11 @@
 //
 // # The engine's own files
 //
-//   - The wiring: engine.go (New, Serve, Exec, the supervisor spec),
-//     events.go (supervisor events in the log), env.go (MCP_BRIDGE_*),
-//     doctor.go and doctor_runtime.go (bridge doctor).
-//   - The container launcher, which implements actors.Launcher:
-//     container.go (the run argv), runtime.go (runtime resolution and
-//     facts), seccomp.go, idmap.go, mounts.go, owner.go, rundir.go,
-//     spill.go, sweep.go (what dead bridges left), proc.go (/proc).
+//   - The wiring: engine.go (New, Serve, Exec, the supervisor spec; it picks
+//     the sandbox backend from MCP_BRIDGE_RUNTIME), events.go (supervisor
+//     events in the log), env.go (MCP_BRIDGE_*), manual.go (the manual's
+//     mount line), doctor.go and doctor_runtime.go (bridge doctor), spill.go
+//     (bridge exec's copy of a spilled output).
 //   - The servers' host parts: servers.go (server specs from the config),
 //     catalogstore.go (actors.CatalogStore on disk), children.go
 //     (actors.ChildRegistry on disk), policy.go (the policy file).
@@ -42,8 +46,18 @@
 // (memory and saved tools on disk), toon (the TOON encoding), render (a
 // run's result as an MCP tool result).
 //
+// Sandbox backends import actors (the interfaces they implement),
+// actors/childproc, entrypoint and owner, never the engine or each other:
+// container (the run argv with every confinement flag, runtime and OCI
+// runtime choice, seccomp profile, id maps, mounts, removal with a
+// watchdog, the sweep of dead bridges' containers) and local.
+//
+// Host helpers: owner (this bridge's bridge.owner label, whether another
+// bridge or process lives, /proc), used by container and children.go.
+//
 // Standalone tools behind bridge subcommands: bench (bridge bench), image
-// (bridge image build).
+// (bridge image build). cmd hands them the container launcher's argv
+// (VerifyArgs, SocketLinkArgs, GlobalArgs).
 //
 // The run's result type itself is protocol/result: the actors produce it,
 // render and bridge exec read it.

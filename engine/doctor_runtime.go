@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bridge-mcp/bridge/engine/container"
 	"github.com/bridge-mcp/bridge/engine/image"
 )
 
@@ -21,11 +22,11 @@ import (
 // probes again). Every problem line carries its fix. Only the runtime's
 // stdout is parsed; its stderr only explains failures.
 func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, string, ...any)) {
-	if e.Launcher.Local() {
+	if e.Container == nil {
 		add("FAIL", "runtime", "MCP_BRIDGE_RUNTIME=local runs code on the host with no isolation (tests only)")
 		return
 	}
-	cli, err := e.Launcher.CLI()
+	cli, err := e.Container.CLI()
 	if err != nil {
 		add("FAIL", "runtime", "%v (Linux: `sudo apt-get install podman` or Docker Engine; macOS: Podman Desktop or Docker Desktop)", err)
 		return
@@ -33,7 +34,7 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 	// The engine's own defaults: the OCI runtime line below says what the
 	// bridge chooses instead, and why.
 	podman := strings.Contains(filepath.Base(cli), "podman")
-	f := ProbeRuntime(ctx, cli, globalArgs(cli, podman, e.Env.OCIRuntime))
+	f := container.ProbeRuntime(ctx, cli, container.CLIGlobalArgs(cli, podman, e.Env.OCIRuntime))
 	if f.Err != nil {
 		add("FAIL", "runtime", "%s: %v", cli, f.Err)
 		return
@@ -46,7 +47,7 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 	if msg := ociRuntimeProblem(f, e.Env.OCIRuntime); msg != "" {
 		add("FAIL", "oci runtime", "%s", msg)
 	}
-	switch oci, problem := hybridOCI(f, e.Env.OCIRuntime, hybridCgroups()); {
+	switch oci, problem := container.HybridOCI(f, e.Env.OCIRuntime); {
 	case oci != "":
 		add("OK", "oci runtime", "podman's default %s cannot start containers on this host's hybrid cgroups; sessions, image builds and the bench use %s", f.OCI, oci)
 	case problem != "":
@@ -54,13 +55,13 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 	}
 	status, detail := storageCheck(f)
 	add(status, "storage", "%s", detail)
-	if w := LimitsWarning(f, e.Env); w != "" {
+	if w := e.Container.LimitsWarning(f); w != "" {
 		add("WARN", "limits", "%s", w)
 	} else {
 		add("OK", "limits", "cgroup v%s, %s: --memory, --pids-limit and --cpus are enforced", f.Cgroup, f.Mode())
 	}
 	if f.Engine == "podman" && os.Geteuid() == 0 && filepath.Base(e.Env.OCIRuntime) != "runsc" {
-		if msg := containersRangeProblem("/etc/subuid", "/etc/subgid"); msg != "" {
+		if msg := container.ContainersRangeProblem("/etc/subuid", "/etc/subgid"); msg != "" {
 			add("WARN", "subuid", "rootful podman: %s", msg)
 		} else {
 			add("OK", "subuid", "the 'containers' subuid and subgid ranges give each session its own host uids")
@@ -78,7 +79,7 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 
 // ociRuntimeProblem names an OCI runtime the engine will not find, with the
 // fix; "" when it is found (or none is configured).
-func ociRuntimeProblem(f RuntimeFacts, oci string) string {
+func ociRuntimeProblem(f container.RuntimeFacts, oci string) string {
 	if oci == "" {
 		return ""
 	}
@@ -89,7 +90,7 @@ func ociRuntimeProblem(f RuntimeFacts, oci string) string {
 		return fmt.Sprintf("docker %s does not know the runtime %q (MCP_BRIDGE_OCI_RUNTIME; known: %s): register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd, or unset MCP_BRIDGE_OCI_RUNTIME",
 			f.Version, oci, strings.Join(f.Runtimes, ", "))
 	}
-	if ociFound(oci) {
+	if container.OCIFound(oci) {
 		return ""
 	}
 	return fmt.Sprintf("OCI runtime %q (MCP_BRIDGE_OCI_RUNTIME) not found: install it (e.g. `sudo apt-get install %s`) or unset MCP_BRIDGE_OCI_RUNTIME", oci, filepath.Base(oci))
@@ -97,7 +98,7 @@ func ociRuntimeProblem(f RuntimeFacts, oci string) string {
 
 // storageCheck reports the storage driver: vfs copies the whole image at
 // every container start, which makes each new session take seconds.
-func storageCheck(f RuntimeFacts) (status, detail string) {
+func storageCheck(f container.RuntimeFacts) (status, detail string) {
 	if f.Driver != "vfs" {
 		return "OK", fmt.Sprintf("%s storage driver %s", f.Engine, f.Driver)
 	}
@@ -134,7 +135,7 @@ func subIDProblem() string {
 // hasSubIDRange reports whether file has a line "name:start:count" or
 // "uid:start:count" with count > 0.
 func hasSubIDRange(file, name, uid string) bool {
-	_, _, ok := subIDRange(file, name, uid)
+	_, _, ok := container.SubIDRange(file, name, uid)
 	return ok
 }
 
@@ -142,12 +143,12 @@ func hasSubIDRange(file, name, uid string) bool {
 // with every production flag and reports its Python, libraries and size.
 func (e *Engine) doctorImage(ctx context.Context, cli string, add func(string, string, string, ...any)) {
 	img := e.Env.Image
-	global := e.Launcher.GlobalArgs()
+	global := e.Container.GlobalArgs()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, cli, append(append([]string{}, global...), "image", "inspect", "--format", "{{json .Config.Labels}} {{.Size}}", img)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		add("FAIL", "image", "%s is not available: build it with `%s` (%s)", img, BuildCommand(img), errorLine(stderr.String()))
+		add("FAIL", "image", "%s is not available: build it with `%s` (%s)", img, container.BuildCommand(img), container.ErrorLine(stderr.String()))
 		return
 	}
 	labelsJSON, sizeText, _ := strings.Cut(strings.TrimSpace(stdout.String()), " ")
@@ -155,7 +156,7 @@ func (e *Engine) doctorImage(ctx context.Context, cli string, add func(string, s
 	_ = json.Unmarshal([]byte(labelsJSON), &labels)
 	size, _ := strconv.ParseInt(sizeText, 10, 64)
 
-	args := append(append([]string{}, global...), e.Launcher.VerifyArgs(img)...)
+	args := append(append([]string{}, global...), e.Container.VerifyArgs(img)...)
 	args = append(args, "python3", "-c", image.VerifyScript)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -167,16 +168,16 @@ func (e *Engine) doctorImage(ctx context.Context, cli string, add func(string, s
 	err := run.Run()
 	took := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		if msg, _ := e.Launcher.StartError(stderr.String(), -1); msg != nil && !strings.Contains(stderr.String(), "Traceback") && !strings.Contains(stderr.String(), "too old") {
+		if msg, _ := e.Container.StartError(stderr.String(), -1); msg != nil && !strings.Contains(stderr.String(), "Traceback") && !strings.Contains(stderr.String(), "too old") {
 			add("FAIL", "image", "%s: %v", img, msg)
 		} else {
-			add("FAIL", "image", "%s lacks what the sandbox needs (%s): rebuild it with `%s`", img, lastLine(stderr.String()), BuildCommand(img))
+			add("FAIL", "image", "%s lacks what the sandbox needs (%s): rebuild it with `%s`", img, lastLine(stderr.String()), container.BuildCommand(img))
 		}
 		return
 	}
 	v, err := image.ParseVersions(stdout.Bytes())
 	if err != nil {
-		add("FAIL", "image", "%s: %v: rebuild it with `%s`", img, err, BuildCommand(img))
+		add("FAIL", "image", "%s: %v: rebuild it with `%s`", img, err, container.BuildCommand(img))
 		return
 	}
 	if !pythonAtLeast311(v["python"]) {
@@ -195,7 +196,7 @@ func (e *Engine) doctorImage(ctx context.Context, cli string, add func(string, s
 		img, v["python"], strings.Join(parts, ", "), float64(size)/1e6, origin, took)
 	if got := labels[image.SchemaKey]; got != image.Schema {
 		add("WARN", "image age", "%s has %s=%q, this bridge builds %s (Python 3.13+, numpy 2, pandas 2): rebuild it with `%s`",
-			img, image.SchemaKey, got, image.Schema, BuildCommand(img))
+			img, image.SchemaKey, got, image.Schema, container.BuildCommand(img))
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/local"
+	"github.com/bridge-mcp/bridge/engine/owner"
 	"github.com/bridge-mcp/bridge/engine/render"
 	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
@@ -27,10 +30,13 @@ import (
 
 // Engine is one bridge process's actors and their configuration.
 type Engine struct {
-	Env      Env
-	Version  string
-	Log      zerolog.Logger
-	Launcher *Launcher
+	Env     Env
+	Version string
+	Log     zerolog.Logger
+	// Container is the container backend; nil with the local test backend
+	// (MCP_BRIDGE_RUNTIME=local).
+	Container *container.Launcher
+	launcher  actors.Launcher // the sandbox backend: Container, or the local one
 
 	router     *actors.Router
 	sessions   *actors.Sessions
@@ -55,7 +61,13 @@ type Engine struct {
 // variables ENV-1 allows. watch turns on config watching (bridge run --watch).
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
 	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv}
-	e.Launcher = NewLauncher(env, Owner(), log.With().Str("actor", "launcher").Logger())
+	launcherLog := log.With().Str("actor", "launcher").Logger()
+	if env.Runtime == "local" {
+		e.launcher = &local.Launcher{Link: env.Link, Log: launcherLog}
+	} else {
+		e.Container = NewContainer(env, launcherLog)
+		e.launcher = e.Container
+	}
 	e.router = actors.NewRouter()
 	e.router.MaxFrame = env.MaxFrameBytes
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
@@ -72,7 +84,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		return nil
 	}
 	e.store = &catalogStore{dir: filepath.Join(env.StateDir, ".bridge", "catalog"), log: log}
-	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: e.Launcher.owner, log: log}
+	e.children = &childRegistry{dir: filepath.Join(env.StateDir, ".bridge", "children"), owner: owner.Label(), log: log}
 	e.serversSup = suture.New("servers", e.spec())
 	e.servers = actors.NewServers(e.serversSup, e.clientDeps(), e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
@@ -91,7 +103,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	files := entrypoint.Files()
 	files["manual.md"] = ManualWithMounts(entrypoint.Manual, env.Mounts)
 	cfg := &actors.SandboxConfig{
-		Launcher: e.Launcher,
+		Launcher: e.launcher,
 		Router:   e.router,
 		Boot: protocol.BootParams{
 			Files: files, Main: entrypoint.Main, Version: version,
@@ -243,11 +255,14 @@ func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
 func (e *Engine) limitsNote(r *result.Result) {
-	f, ok := e.Launcher.limitsKnown()
+	if e.Container == nil {
+		return
+	}
+	f, ok := e.Container.LimitsKnown()
 	if !ok || r.Session == "" || r.Status == result.StatusValidation {
 		return
 	}
-	w := LimitsWarning(f, e.Env)
+	w := e.Container.LimitsWarning(f)
 	if w == "" {
 		return
 	}
@@ -266,11 +281,15 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.router)
 	root.Add(e.serversSup)
 	root.Add(e.sessSup)
-	root.Add(e.Launcher)
+	if e.Container != nil {
+		root.Add(e.Container) // the runtime probe
+	}
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) {
 			e.children.Sweep()
-			e.Launcher.Sweep(ctx)
+			if e.Container != nil {
+				e.Container.Sweep(ctx)
+			}
 		}})
 	return root
 }

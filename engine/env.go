@@ -12,10 +12,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/owner"
 )
 
 // DefaultImage is the sandbox image that `bridge image build` produces.
-const DefaultImage = "localhost/bridge-python:latest"
+const DefaultImage = container.DefaultImage
 
 // Env is the bridge's configuration from MCP_BRIDGE_* variables. It is parsed
 // once at startup by LoadEnv and never changes afterwards.
@@ -45,9 +47,9 @@ type Env struct {
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
-	MaxImages       int     // images attached per call; the rest are saved under /workspace
-	MaxImageBytes   int     // bytes per attached image
-	Mounts          []Mount // MCP_BRIDGE_MOUNTS, validated; nil when unset
+	MaxImages       int               // images attached per call; the rest are saved under /workspace
+	MaxImageBytes   int               // bytes per attached image
+	Mounts          []container.Mount // MCP_BRIDGE_MOUNTS, validated; nil when unset
 
 	// MemoryMaxValue, MemoryMaxTotal and MemoryMaxKeys cap the persistent
 	// memory store: one value (with its metadata) in JSON bytes, all of
@@ -233,7 +235,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	maxImage := (e.MaxFrameBytes - 64<<10) / 4 * 3
 	e.MaxImages = r.intRange("MCP_BRIDGE_MAX_IMAGES", 10, 0, 100)
 	e.MaxImageBytes = r.intRange("MCP_BRIDGE_MAX_IMAGE_BYTES", min(1<<20, maxImage), 1024, maxImage)
-	if mounts, err := ParseMounts(r.str("MCP_BRIDGE_MOUNTS"), e.StateDir, e.ConfigDir); err != nil {
+	if mounts, err := container.ParseMounts(r.str("MCP_BRIDGE_MOUNTS"), e.StateDir, e.ConfigDir); err != nil {
 		r.fail("MCP_BRIDGE_MOUNTS", err.Error())
 	} else {
 		e.Mounts = mounts
@@ -306,4 +308,19 @@ func parseLogLevel(s string) (zerolog.Level, bool) {
 		return zerolog.FatalLevel, true
 	}
 	return zerolog.NoLevel, false
+}
+
+// ContainerConfig is what the container backend reads of env.
+func (env Env) ContainerConfig() container.Config {
+	return container.Config{
+		Runtime: env.Runtime, OCIRuntime: env.OCIRuntime, Image: env.Image, ContainerUser: env.ContainerUser,
+		Memory: env.Memory, MemoryBytes: env.MemoryBytes, Pids: env.Pids, CPUs: env.CPUs, Mounts: env.Mounts,
+		Seccomp: env.Seccomp, StateDir: env.StateDir, Link: env.Link, Owner: owner.Label(),
+	}
+}
+
+// NewContainer returns the container backend for env (bridge image build
+// and bench use it without the actors).
+func NewContainer(env Env, log zerolog.Logger) *container.Launcher {
+	return container.New(env.ContainerConfig(), log)
 }

@@ -97,7 +97,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		}
 		version = self
 	}
-	l := engine.NewLauncher(env, engine.Owner(), m.logger(env, env.LogLevel))
+	l := engine.NewContainer(env, m.logger(env, env.LogLevel))
 	cli, err := l.CLI()
 	if err == nil {
 		err = l.Facts().Err // the fix for a runtime that does not answer; settles the OCI runtime

@@ -43,7 +43,7 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 		return 2
 	}
 	log := m.logger(env, env.LogLevel)
-	l := engine.NewLauncher(env, engine.Owner(), log)
+	l := engine.NewContainer(env, log)
 	cli, err := l.CLI()
 	if err == nil {
 		// A runtime that does not answer fails here with its fix, not

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"encoding/json"
@@ -181,7 +181,7 @@ func TestLauncherSeccomp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			state := t.TempDir()
-			l, _ := testLauncher(t, "docker", func(e *Env) { e.Seccomp, e.StateDir = tt.value, state })
+			l, _ := testLauncher(t, "docker", func(e *Config) { e.Seccomp, e.StateDir = tt.value, state })
 			cmd, err := l.command("s")
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"crypto/sha256"
@@ -188,7 +188,7 @@ func SeccompProfile() []byte {
 		// clone3 passes its flags in memory, which seccomp cannot read:
 		// ENOSYS makes glibc fall back to clone, which is filtered above.
 		errnoRule([]string{"clone3"}, errnoENOSYS, "flags in memory cannot be filtered; glibc falls back to clone"),
-		errnoRule(denied, errnoEPERM, "see seccompDenied in engine/seccomp.go"),
+		errnoRule(denied, errnoEPERM, "see seccompDenied in engine/container/seccomp.go"),
 		errnoRule([]string{"socket"}, errnoEPERM, "AF_PACKET, AF_VSOCK, AF_ALG and every family above",
 			seccompArg{Index: 0, Value: afPacket, Op: "SCMP_CMP_GE"}),
 	}
@@ -274,9 +274,9 @@ func writeSeccompProfile(stateDir string) (string, error) {
 // docker is described in docs/SECURITY.md.
 func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err error) {
 	l.confineOnce.Do(func() {
-		switch s := l.env.Seccomp; s {
+		switch s := l.cfg.Seccomp; s {
 		case "":
-			l.seccomp, l.confineErr = writeSeccompProfile(l.env.StateDir)
+			l.seccomp, l.confineErr = writeSeccompProfile(l.cfg.StateDir)
 		case "runtime":
 		default:
 			if _, err := os.Stat(s); err != nil {
@@ -284,11 +284,11 @@ func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err 
 			}
 			l.seccomp = s
 		}
-		if !podman || filepath.Base(l.env.OCIRuntime) == "runsc" {
+		if !podman || filepath.Base(l.cfg.OCIRuntime) == "runsc" {
 			return
 		}
 		if os.Geteuid() != 0 {
-			l.ids = rootlessIDs(l.env)
+			l.ids = rootlessIDs(l.cfg)
 			return
 		}
 		if b, ok := newIDBlocks("/etc/subuid", "/etc/subgid", idBlockDir()); ok {
@@ -306,8 +306,8 @@ func (l *Launcher) confinement(podman bool) (seccomp string, ids *idBlocks, err 
 // mount's files must be the user's), the sandbox user is not the default
 // 65534, or the user has no subuid and subgid ranges (podman itself then
 // fails to start).
-func rootlessIDs(env Env) *idBlocks {
-	if len(env.Mounts) > 0 || env.ContainerUser != fmt.Sprintf("%d:%d", sandboxID, sandboxID) {
+func rootlessIDs(cfg Config) *idBlocks {
+	if len(cfg.Mounts) > 0 || cfg.ContainerUser != fmt.Sprintf("%d:%d", sandboxID, sandboxID) {
 		return nil
 	}
 	u, err := user.Current()

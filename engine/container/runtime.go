@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ func knownHere(podman bool) bool {
 	return ok
 }
 
-// limitsKnown returns the facts the limits depend on without waiting: the
+// LimitsKnown returns the facts the limits depend on without waiting: the
 // probe's once it has answered, else the local ones (localLimitFacts).
-func (l *Launcher) limitsKnown() (RuntimeFacts, bool) {
+func (l *Launcher) LimitsKnown() (RuntimeFacts, bool) {
 	if f, ok := l.knownFacts(); ok {
 		return f, true
 	}
@@ -165,7 +165,7 @@ func runtimeError(engine, stderr string, err error) error {
 	if down := runtimeDown(engine, stderr); down != nil {
 		return down
 	}
-	line := errorLine(stderr)
+	line := ErrorLine(stderr)
 	if line == "" {
 		line = err.Error()
 	}
@@ -176,8 +176,8 @@ func runtimeError(engine, stderr string, err error) error {
 	return fmt.Errorf("%s info: %s", engine, line)
 }
 
-// errorLine is the first stderr line that is not a warning, else the first line.
-func errorLine(stderr string) string {
+// ErrorLine is the first stderr line that is not a warning, else the first line.
+func ErrorLine(stderr string) string {
 	var first string
 	for _, line := range strings.Split(stderr, "\n") {
 		if line = strings.TrimSpace(line); line == "" {
@@ -211,13 +211,13 @@ func (l *Launcher) Facts() RuntimeFacts {
 			l.facts = *pre
 		} else {
 			// The engine's defaults, not settle's choice: settle waits for this.
-			l.facts = ProbeRuntime(context.Background(), cli, globalArgs(cli, podman, l.env.OCIRuntime))
+			l.facts = ProbeRuntime(context.Background(), cli, CLIGlobalArgs(cli, podman, l.cfg.OCIRuntime))
 		}
 		switch f := l.facts; {
 		case f.Err != nil:
 			l.log.Error().Err(f.Err).Msg("container runtime")
 		case !f.CgroupLimits():
-			l.log.Warn().Msg(LimitsWarning(f, l.env))
+			l.log.Warn().Msg(l.LimitsWarning(f))
 		}
 		l.chooseOCI(l.facts)
 	})
@@ -233,23 +233,22 @@ func (l *Launcher) knownFacts() (RuntimeFacts, bool) {
 	return l.facts, true
 }
 
-// LimitsWarning is the one line that tells the user which limits are not
-// enforced by cgroups and what holds instead; "" when cgroups enforce all.
-func LimitsWarning(f RuntimeFacts, env Env) string {
+// LimitsWarning is the one line that tells the user which limits of this
+// launcher's containers are not enforced by cgroups under f and what holds
+// instead; "" when cgroups enforce all.
+func (l *Launcher) LimitsWarning(f RuntimeFacts) string {
+	cfg := l.cfg
 	if f.CgroupLimits() {
 		return ""
 	}
 	return fmt.Sprintf("%s %s on cgroup v1 cannot enforce --memory, --pids-limit or --cpus; "+
 		"the sandbox is held by per-process ulimits instead (data=%s, nproc=%d) and CPU is not limited; "+
-		"use cgroup v2 or rootful %s for real limits", f.Mode(), f.Engine, env.Memory, env.Pids, f.Engine)
+		"use cgroup v2 or rootful %s for real limits", f.Mode(), f.Engine, cfg.Memory, cfg.Pids, f.Engine)
 }
 
 // Serve implements suture.Service: it probes the runtime in the background
 // at startup (RT-4), logs a missing runtime or image, and ends.
 func (l *Launcher) Serve(ctx context.Context) error {
-	if l.Local() {
-		return suture.ErrDoNotRestart
-	}
 	// Where no container command waits for the facts (limitFacts, settle),
 	// the probe (`podman info`: 0.5 s and more of CPU) waits until the
 	// first container has started, like the startup sweep; a bridge exec
@@ -268,9 +267,9 @@ func (l *Launcher) Serve(ctx context.Context) error {
 	cli, _ := l.CLI()
 	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	args := append(l.GlobalArgs(), "image", "inspect", "--format", "{{.Id}}", l.env.Image)
+	args := append(l.GlobalArgs(), "image", "inspect", "--format", "{{.Id}}", l.cfg.Image)
 	if err := exec.CommandContext(cctx, cli, args...).Run(); err != nil && cctx.Err() == nil {
-		l.log.Error().Str("image", l.env.Image).Msg("sandbox image missing; build it with `" + BuildCommand(l.env.Image) + "`")
+		l.log.Error().Str("image", l.cfg.Image).Msg("sandbox image missing; build it with `" + BuildCommand(l.cfg.Image) + "`")
 	}
 	return suture.ErrDoNotRestart
 }
@@ -289,12 +288,12 @@ func BuildCommand(image string) string {
 // fallbackLimits applies the ulimit fallbacks where cgroups cannot enforce
 // limits (RT-4): --ulimit data bounds each process's heap at the memory
 // limit and nproc bounds the processes at the pids limit.
-func fallbackLimits(f RuntimeFacts, env Env, s *ArgvSpec) {
+func fallbackLimits(f RuntimeFacts, cfg Config, s *ArgvSpec) {
 	if f.CgroupLimits() {
 		return
 	}
-	s.DataBytes = env.MemoryBytes
-	s.Nproc = min(s.Nproc, uint64(env.Pids))
+	s.DataBytes = cfg.MemoryBytes
+	s.Nproc = min(s.Nproc, uint64(cfg.Pids))
 }
 
 // resolve finds the container CLI once (RT-1).
@@ -303,9 +302,9 @@ func (l *Launcher) resolve() (cli string, podman bool, oci string, err error) {
 	defer l.mu.Unlock()
 	if !l.resolved {
 		l.resolved = true
-		l.cli, l.pre, l.err = findRuntime(context.Background(), l.env.Runtime, l.env.OCIRuntime)
+		l.cli, l.pre, l.err = findRuntime(context.Background(), l.cfg.Runtime, l.cfg.OCIRuntime)
 		l.podman = strings.Contains(filepath.Base(l.cli), "podman")
-		l.unsettled = l.podman && l.env.OCIRuntime == "" && hybridCgroups() && crunPossible()
+		l.unsettled = l.podman && l.cfg.OCIRuntime == "" && hybridCgroups() && crunPossible()
 	}
 	return l.cli, l.podman, l.oci, l.err
 }
@@ -323,5 +322,5 @@ func (l *Launcher) CLI() (string, error) {
 func (l *Launcher) GlobalArgs() []string {
 	l.settle()
 	cli, podman, oci, _ := l.resolve()
-	return globalArgs(cli, podman, oci)
+	return CLIGlobalArgs(cli, podman, oci)
 }

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"errors"
@@ -30,19 +30,19 @@ func TestSubIDRange(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		first, size, ok := subIDRange(path, "containers")
+		first, size, ok := SubIDRange(path, "containers")
 		if first != tt.first || size != tt.size || ok != tt.ok {
-			t.Errorf("subIDRange(%q) = %d, %d, %v; want %d, %d, %v", tt.content, first, size, ok, tt.first, tt.size, tt.ok)
+			t.Errorf("SubIDRange(%q) = %d, %d, %v; want %d, %d, %v", tt.content, first, size, ok, tt.first, tt.size, tt.ok)
 		}
 	}
-	if _, _, ok := subIDRange(filepath.Join(t.TempDir(), "none"), "containers"); ok {
+	if _, _, ok := SubIDRange(filepath.Join(t.TempDir(), "none"), "containers"); ok {
 		t.Errorf("a missing file has a range")
 	}
 	path := filepath.Join(t.TempDir(), "subuid")
 	if err := os.WriteFile(path, []byte("alice:100000:65536\n1001:300000:65536\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if first, _, ok := subIDRange(path, "bob", "1001"); !ok || first != 300000 {
+	if first, _, ok := SubIDRange(path, "bob", "1001"); !ok || first != 300000 {
 		t.Errorf("a line by uid: %d, %v; want 300000, true", first, ok)
 	}
 }

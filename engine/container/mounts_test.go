@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"os"
@@ -90,23 +90,5 @@ func TestMountArgs(t *testing.T) {
 	}
 	if got := MountArgs(nil, true, true, "65534:65534"); got != nil {
 		t.Errorf("no mounts: got %q, want nothing", got)
-	}
-}
-
-// TestManualWithMounts checks the manual's mount line, bounded in length.
-func TestManualWithMounts(t *testing.T) {
-	if got := ManualWithMounts("M", nil); got != "M" {
-		t.Errorf("no mounts: %q", got)
-	}
-	got := ManualWithMounts("M", []Mount{{Container: "/data"}, {Container: "/mnt/o", RW: true}})
-	if want := "M\n\nHost folders mounted (MCP_BRIDGE_MOUNTS): `/data` (read-only), `/mnt/o` (read-write). Nothing else of the host is visible."; got != want {
-		t.Errorf("got %q\nwant %q", got, want)
-	}
-	many := make([]Mount, 50)
-	for i := range many {
-		many[i] = Mount{Container: "/data/x"}
-	}
-	if got := ManualWithMounts("M", many); !strings.Contains(got, "and 42 more") || strings.Count(got, "/data/x") != 8 {
-		t.Errorf("50 mounts: %q", got)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package container
 
 // localLimitFacts: elsewhere (a podman machine, Docker Desktop) only the
 // runtime probe knows. A variable for tests.

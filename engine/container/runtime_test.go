@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
 // scriptCLI writes an executable named name that prints stdout to stdout,
@@ -107,12 +105,10 @@ func TestLimitsFallback(t *testing.T) {
 		if !rootless {
 			stdout = strings.Replace(stdout, `"rootless":true`, `"rootless":false`, 1)
 		}
-		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m", "MCP_BRIDGE_PIDS": "100"}), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		env := testConfig(t)
+		env.Memory, env.MemoryBytes, env.Pids = "256m", 256<<20, 100
 		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
-		l := NewLauncher(env, "h/1/2", zerolog.Nop())
+		l := New(env, zerolog.Nop())
 		cmd, err := l.command("default")
 		if err != nil {
 			t.Fatal(err)
@@ -120,7 +116,7 @@ func TestLimitsFallback(t *testing.T) {
 		ulimits := flagValues(cmd.argv, "--ulimit")
 		hasData := slices.Contains(ulimits, "data=268435456:268435456")
 		hasNproc := slices.Contains(ulimits, "nproc=100:100")
-		warning := LimitsWarning(l.Facts(), env)
+		warning := l.LimitsWarning(l.Facts())
 		if rootless && (!hasData || !hasNproc || !strings.Contains(warning, "rootless podman on cgroup v1 cannot enforce")) {
 			t.Errorf("rootless v1: ulimits %q, warning %q; want data=256m, nproc=100 and a warning", ulimits, warning)
 		}
@@ -145,10 +141,8 @@ func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
 	hybridCgroups = func() bool { return false } // where they are, the OCI runtime waits for the probe (TestSettle)
 	for _, holds := range []bool{true, false} {
 		localLimitFacts = func(bool) (RuntimeFacts, bool) { return RuntimeFacts{}, holds }
-		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_MEMORY": "256m"}), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		env := testConfig(t)
+		env.Memory, env.MemoryBytes = "256m", 256<<20
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "out"), []byte(podmanRootlessV1), 0o644); err != nil {
 			t.Fatal(err)
@@ -158,7 +152,7 @@ func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
 		if err := os.WriteFile(env.Runtime, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		l := NewLauncher(env, "h/1/2", zerolog.Nop())
+		l := New(env, zerolog.Nop())
 		start := time.Now()
 		cmd, err := l.command("default")
 		took := time.Since(start)
@@ -169,46 +163,6 @@ func TestCommandSkipsProbeWhereFactsAreLocal(t *testing.T) {
 		hasData := slices.Contains(flagValues(cmd.argv, "--ulimit"), "data=268435456:268435456")
 		if waited == holds || hasData == holds {
 			t.Errorf("facts known here: %v; Command took %v (waited for the probe: %v), data ulimit: %v", holds, took, waited, hasData)
-		}
-	}
-}
-
-// TestLimitsNoteFirstResultOfEachSession checks that where cgroups cannot
-// enforce limits, the first result of each session (and only that one)
-// carries the one-line warning, and that nothing is added elsewhere.
-func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
-	for _, rootless := range []bool{true, false} {
-		stdout := podmanRootlessV1
-		if !rootless {
-			stdout = strings.Replace(stdout, `"rootless":true`, `"rootless":false`, 1)
-		}
-		env, err := LoadEnv(envOf(nil), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.Runtime = scriptCLI(t, "podman", stdout, rootlessV1Warning, 0)
-		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
-		first := result.Result{Session: "default", Status: result.StatusSuccess}
-		e.limitsNote(&first)
-		if len(first.Notes) != 0 {
-			t.Errorf("before the probe: notes %q, want none", first.Notes)
-		}
-		e.Launcher.Facts()
-		var got []int
-		for _, s := range []string{"default", "default", "other", "default"} {
-			r := result.Result{Session: s, Status: result.StatusSuccess}
-			e.limitsNote(&r)
-			got = append(got, len(r.Notes))
-			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {
-				t.Errorf("note %q, want one warning line", r.Notes[0])
-			}
-		}
-		want := []int{0, 0, 0, 0}
-		if rootless {
-			want = []int{1, 0, 1, 0}
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("rootless=%v: notes per result %v, want %v", rootless, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/bridge-mcp/bridge/actors/childproc"
 	"github.com/bridge-mcp/bridge/entrypoint"
 )
 
@@ -50,15 +51,12 @@ type ArgvSpec struct {
 	KeepID  bool
 	Seccomp string // seccomp profile file; "" keeps the runtime's default profile
 	IDMap   *IDMap // per-session user namespace (podman); nil adds none
-	// LinkFD hands the CLI's fd 3 (a socket) to the container as the link
+	// LinkFD hands the CLI's fd 3 (childproc.LinkFD, a socket) to the
+	// container as the link
 	// (podman --preserve-fds): frames then skip the CLI's and conmon's stdio
 	// relay. Without it the link is the container's stdin and stdout.
 	LinkFD bool
 }
-
-// LinkFD is the descriptor the link socket has in the CLI and in the
-// container's first process (ArgvSpec.LinkFD).
-const LinkFD = 3
 
 // ContainerArgv builds the full argv of a sandbox container (SPEC §6.2).
 func ContainerArgv(s ArgvSpec) []string {
@@ -110,7 +108,7 @@ func ContainerArgv(s ArgvSpec) []string {
 		"--env", "PYTHONDONTWRITEBYTECODE=1", "--env", "PYTHONIOENCODING=utf-8", "--log-driver", "none",
 		s.Image, "python3", "-u", "-c", s.Bootstrap)
 	if s.LinkFD {
-		a = append(a, strconv.Itoa(LinkFD))
+		a = append(a, strconv.Itoa(childproc.LinkFD))
 	}
 	return a
 }
@@ -127,9 +125,8 @@ func hardLimit(resource int) uint64 {
 // Launcher starts sandboxes with the configured container CLI. It resolves
 // the CLI lazily on first use, so the MCP handshake never waits for it.
 type Launcher struct {
-	env   Env
-	owner string
-	log   zerolog.Logger
+	cfg Config
+	log zerolog.Logger
 
 	mu        sync.Mutex // guards the fields below
 	resolved  bool
@@ -150,18 +147,15 @@ type Launcher struct {
 	confineErr  error
 }
 
-// NewLauncher returns a launcher for env; owner is the bridge.owner label value.
-func NewLauncher(env Env, owner string, log zerolog.Logger) *Launcher {
-	return &Launcher{env: env, owner: owner, log: log, oci: env.OCIRuntime}
+// New returns a launcher for cfg.
+func New(cfg Config, log zerolog.Logger) *Launcher {
+	return &Launcher{cfg: cfg, log: log, oci: cfg.OCIRuntime}
 }
-
-// Local reports whether sandboxes are plain host processes (RT-5).
-func (l *Launcher) Local() bool { return l.env.Runtime == "local" }
 
 // sandboxCommand is how to start one sandbox's process.
 type sandboxCommand struct {
 	argv []string
-	name string // container name; "" for the local backend
+	name string // container name
 	dir  string // working directory of the process
 	// release frees what the launcher reserved for this container (its id
 	// map); called once, after the container is gone.
@@ -173,20 +167,6 @@ type sandboxCommand struct {
 
 // command is how to start the sandbox of session.
 func (l *Launcher) command(session string) (sandboxCommand, error) {
-	if l.Local() {
-		l.log.Warn().Str("session", session).Msg("MCP_BRIDGE_RUNTIME=local: the sandbox is a plain host process with NO isolation (tests only)")
-		py, err := exec.LookPath("python3")
-		if err != nil {
-			return sandboxCommand{}, fmt.Errorf("local runtime: %w", err)
-		}
-		// Not the bridge's own directory: user code writes relative paths.
-		argv := []string{py, "-u", "-c", entrypoint.Bootstrap}
-		socket := l.env.Link != "stdio" // a plain process can always take fd 3
-		if socket {
-			argv = append(argv, strconv.Itoa(LinkFD))
-		}
-		return sandboxCommand{argv: argv, dir: os.TempDir(), release: func() {}, linkFD: socket}, nil
-	}
 	l.settle()
 	cli, podman, oci, err := l.resolve()
 	if err != nil {
@@ -208,14 +188,14 @@ func (l *Launcher) command(session string) (sandboxCommand, error) {
 	}
 	name := fmt.Sprintf("bridge-%d-%s-%s", os.Getpid(), session, randHex(3))
 	spec := ArgvSpec{
-		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.owner, Session: session,
-		Image: l.env.Image, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
-		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
+		CLI: cli, Podman: podman, OCIRuntime: oci, Name: name, Owner: l.cfg.Owner, Session: session,
+		Image: l.cfg.Image, User: l.cfg.ContainerUser, Memory: l.cfg.Memory, Pids: l.cfg.Pids,
+		CPUs: l.cfg.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Bootstrap: entrypoint.Bootstrap, Seccomp: seccomp, IDMap: idmap,
-		Mounts: l.env.Mounts, KeepID: podman && os.Geteuid() != 0,
-		LinkFD: SocketLink(l.env, cli, podman, oci),
+		Mounts: l.cfg.Mounts, KeepID: podman && os.Geteuid() != 0,
+		LinkFD: SocketLink(l.cfg, cli, podman, oci),
 	}
-	fallbackLimits(l.limitFacts(podman), l.env, &spec)
+	fallbackLimits(l.limitFacts(podman), l.cfg, &spec)
 	argv := ContainerArgv(spec)
 	return sandboxCommand{argv: argv, name: name, dir: l.RunDir(), release: release, linkFD: spec.LinkFD}, nil
 }
@@ -226,8 +206,8 @@ func (l *Launcher) command(session string) (sandboxCommand, error) {
 // remote podman (podman machine, CONTAINER_HOST) runs the container on
 // another kernel, and gVisor's runsc is left on the path it is known to
 // handle; they keep the stdio link.
-func SocketLink(env Env, cli string, podman bool, oci string) bool {
-	if env.Link == "stdio" || !podman || runtime.GOOS != "linux" {
+func SocketLink(cfg Config, cli string, podman bool, oci string) bool {
+	if cfg.Link == "stdio" || !podman || runtime.GOOS != "linux" {
 		return false
 	}
 	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" ||
@@ -249,7 +229,7 @@ func (l *Launcher) limitFacts(podman bool) RuntimeFacts {
 
 // remove force-removes a container by name (CLN-4), bounded by ctx.
 func (l *Launcher) remove(ctx context.Context, name string) {
-	if name == "" || l.Local() {
+	if name == "" {
 		return
 	}
 	argv := l.RemoveArgv(name)
@@ -263,9 +243,9 @@ func (l *Launcher) remove(ctx context.Context, name string) {
 }
 
 // RemoveArgv is the command that force-removes the container name at once;
-// nil for the local backend or an unresolved runtime.
+// nil for an unresolved runtime.
 func (l *Launcher) RemoveArgv(name string) []string {
-	if name == "" || l.Local() {
+	if name == "" {
 		return nil
 	}
 	cli, podman, _, err := l.resolve()
@@ -283,9 +263,6 @@ func (l *Launcher) RemoveArgv(name string) []string {
 // user-facing error (CTR-5, CTR-6). retry is true when the launcher switched
 // to runc after podman's hybrid-cgroup failure (RT-3).
 func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry bool) {
-	if l.Local() {
-		return fmt.Errorf("local sandbox exited with code %d: %s", exitCode, firstLine(stderr)), false
-	}
 	cli, podman, _, _ := l.resolve()
 	engine := "docker"
 	if podman {
@@ -298,7 +275,7 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 	switch {
 	case strings.Contains(low, "image not known") || strings.Contains(low, "no such image") ||
 		strings.Contains(low, "unable to find image") || strings.Contains(low, "image not found"):
-		return fmt.Errorf("Sandbox image '%s' is not available. Build it with `bridge image build`, or set MCP_BRIDGE_IMAGE to a local image with python3 3.11+.", l.env.Image), false
+		return fmt.Errorf("Sandbox image '%s' is not available. Build it with `bridge image build`, or set MCP_BRIDGE_IMAGE to a local image with python3 3.11+.", l.cfg.Image), false
 	case podman && strings.Contains(low, "cgroups in hybrid mode not supported"):
 		if l.switchToRunc() {
 			return nil, true
@@ -317,7 +294,7 @@ func (l *Launcher) StartError(stderr string, exitCode int) (err error, retry boo
 func (l *Launcher) switchToRunc() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.env.OCIRuntime != "" || l.oci != "" {
+	if l.cfg.OCIRuntime != "" || l.oci != "" {
 		return false
 	}
 	if _, err := exec.LookPath("runc"); err != nil {
@@ -366,7 +343,7 @@ func (l *Launcher) VerifyArgs(img string) []string { return l.throwawayArgs(img,
 // keep the stdio link.
 func (l *Launcher) SocketLinkArgs(img string) []string {
 	l.settle()
-	if cli, podman, oci, err := l.resolve(); err != nil || !SocketLink(l.env, cli, podman, oci) {
+	if cli, podman, oci, err := l.resolve(); err != nil || !SocketLink(l.cfg, cli, podman, oci) {
 		return nil
 	}
 	return l.throwawayArgs(img, true)
@@ -381,12 +358,12 @@ func (l *Launcher) throwawayArgs(img string, linkFD bool) []string {
 	// outlives the call. The check container runs as the image's 65534.
 	seccomp, _, _ := l.confinement(podman)
 	spec := ArgvSpec{
-		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.owner,
-		Session: "check", Image: img, User: l.env.ContainerUser, Memory: l.env.Memory, Pids: l.env.Pids,
-		CPUs: l.env.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
+		CLI: cli, Podman: podman, OCIRuntime: oci, Name: "bridge-check-" + randHex(4), Owner: l.cfg.Owner,
+		Session: "check", Image: img, User: l.cfg.ContainerUser, Memory: l.cfg.Memory, Pids: l.cfg.Pids,
+		CPUs: l.cfg.CPUs, Nofile: hardLimit(syscall.RLIMIT_NOFILE), Nproc: hardLimit(unix.RLIMIT_NPROC),
 		Seccomp: seccomp, LinkFD: linkFD,
 	}
-	fallbackLimits(l.Facts(), l.env, &spec)
+	fallbackLimits(l.Facts(), l.cfg, &spec)
 	argv := ContainerArgv(spec)
 	// From "run" through the image: drop the global flags and the
 	// entrypoint command (python3 -u -c <bootstrap>, and the link's

@@ -1,4 +1,4 @@
-package engine
+package owner
 
 import (
 	"fmt"
@@ -18,24 +18,24 @@ import (
 // that the lock file is in the shared owners directory.
 func TestOwner(t *testing.T) {
 	host, _ := os.Hostname()
-	owner, lock, ok := strings.Cut(Owner(), lockMark)
-	if !ok || filepath.Dir(lock) != ownerLockDir() || !strings.HasSuffix(lock, ".lock") {
-		t.Fatalf("Owner() = %q, want .../lock=%s/<pid>-<id>.lock", Owner(), ownerLockDir())
+	owner, lock, ok := strings.Cut(Label(), lockMark)
+	if !ok || filepath.Dir(lock) != LockDir() || !strings.HasSuffix(lock, ".lock") {
+		t.Fatalf("Label() = %q, want .../lock=%s/<pid>-<id>.lock", Label(), LockDir())
 	}
 	parts := strings.Split(owner, "/")
 	if len(parts) != 3 || parts[0] != host || parts[1] != strconv.Itoa(os.Getpid()) {
-		t.Fatalf("Owner() = %q, want %s/%d/<start ms>", owner, host, os.Getpid())
+		t.Fatalf("Label() = %q, want %s/%d/<start ms>", owner, host, os.Getpid())
 	}
 	start, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		t.Fatalf("Owner() = %q: start %v", owner, err)
+		t.Fatalf("Label() = %q: start %v", owner, err)
 	}
 	now := time.Now()
 	if lo, hi := now.Add(-time.Hour).UnixMilli(), now.Add(2*time.Second).UnixMilli(); start < lo || start > hi {
-		t.Errorf("Owner() start %d (%s) is not within the last hour", start, time.UnixMilli(start))
+		t.Errorf("Label() start %d (%s) is not within the last hour", start, time.UnixMilli(start))
 	}
-	if again, _, _ := strings.Cut(Owner(), lockMark); again != owner {
-		t.Errorf("Owner() changed from %q to %q", owner, again)
+	if again, _, _ := strings.Cut(Label(), lockMark); again != owner {
+		t.Errorf("Label() changed from %q to %q", owner, again)
 	}
 }
 
@@ -50,12 +50,12 @@ func TestOwnerAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := child.Process.Pid
-	childOwner := fmt.Sprintf("%s/%d/%d", host, pid, processStartMs(pid))
-	childAlive := OwnerAlive(childOwner)
+	childOwner := fmt.Sprintf("%s/%d/%d", host, pid, StartMs(pid))
+	childAlive := Alive(childOwner)
 	_ = child.Process.Kill()
 	_ = child.Wait()
 
-	own := Owner()
+	own := Label()
 	ownBase, _, _ := strings.Cut(own, lockMark)
 	ownStart, _ := strconv.ParseInt(ownBase[strings.LastIndexByte(ownBase, '/')+1:], 10, 64)
 	gone := filepath.Join(t.TempDir(), "gone.lock")
@@ -82,11 +82,11 @@ func TestOwnerAlive(t *testing.T) {
 		{"empty pid and start", host + "//", true},
 	}
 	if !childAlive {
-		t.Errorf("OwnerAlive(%q) of a running child = false, want true", childOwner)
+		t.Errorf("Alive(%q) of a running child = false, want true", childOwner)
 	}
 	for _, tt := range tests {
-		if got := OwnerAlive(tt.owner); got != tt.want {
-			t.Errorf("%s: OwnerAlive(%q) = %v, want %v", tt.name, tt.owner, got, tt.want)
+		if got := Alive(tt.owner); got != tt.want {
+			t.Errorf("%s: Alive(%q) = %v, want %v", tt.name, tt.owner, got, tt.want)
 		}
 	}
 }
@@ -101,7 +101,7 @@ func TestOwnerLock(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	label := fmt.Sprintf("%s/1/1%s%s", host, lockMark, path)
-	if !ownerLockHeld(path) || !OwnerAlive(label) {
+	if !ownerLockHeld(path) || !Alive(label) {
 		t.Fatalf("lock %s not held while its file is open", path)
 	}
 	pruneOwnerLocks(dir)
@@ -119,14 +119,14 @@ func TestOwnerLock(t *testing.T) {
 	}
 	g.Close()
 	f.Close() // the bridge died
-	if ownerLockHeld(path) || OwnerAlive(label) {
+	if ownerLockHeld(path) || Alive(label) {
 		t.Fatalf("lock %s still held after its holder closed it", path)
 	}
 	pruneOwnerLocks(dir)
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("a free lock was not pruned: %v", err)
 	}
-	if OwnerAlive(label) {
-		t.Fatalf("OwnerAlive(%q) = true after its lock file was pruned", label)
+	if Alive(label) {
+		t.Fatalf("Alive(%q) = true after its lock file was pruned", label)
 	}
 }

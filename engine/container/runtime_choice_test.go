@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"context"
@@ -144,12 +144,9 @@ func TestSettleChoosesRuncBeforeFirstContainer(t *testing.T) {
 	bin := t.TempDir()
 	fakeCLI(t, bin, "runc")
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
-	env, err := LoadEnv(envOf(nil), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := testConfig(t)
 	env.Runtime = scriptCLI(t, "podman", strings.Replace(podmanUp, `"name":"runc"`, `"name":"crun"`, 1), "", 0)
-	l := NewLauncher(env, "h/1/2", zerolog.Nop())
+	l := New(env, zerolog.Nop())
 	cmd, err := l.command("s1")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +165,7 @@ func TestSettleChoosesRuncBeforeFirstContainer(t *testing.T) {
 	if err := os.WriteFile(env.Runtime, []byte("#!/bin/sh\nsleep 2\necho '"+podmanUp+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	l = NewLauncher(env, "h/1/2", zerolog.Nop())
+	l = New(env, zerolog.Nop())
 	start := time.Now()
 	if cmd, err = l.command("s1"); err != nil {
 		t.Fatal(err)
@@ -196,7 +193,7 @@ func TestContainersRangeProblem(t *testing.T) {
 		uid, gid string
 		want     bool
 	}{{good, good, false}, {none, good, true}, {good, none, true}, {small, small, true}, {filepath.Join(dir, "missing"), good, true}} {
-		got := containersRangeProblem(tt.uid, tt.gid)
+		got := ContainersRangeProblem(tt.uid, tt.gid)
 		if (got != "") != tt.want {
 			t.Errorf("%s, %s: %q, want a problem: %v", tt.uid, tt.gid, got, tt.want)
 		}

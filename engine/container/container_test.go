@@ -1,4 +1,4 @@
-package engine
+package container
 
 // container_test.go is over 500 lines on purpose: the argv golden files and
 // the per-flag invariants tables are long, and they belong together.
@@ -352,20 +352,26 @@ func fakeCLI(t *testing.T, dir, name string) string {
 	return path
 }
 
+// testConfig is the launcher's part of the bridge's defaults (an empty
+// environment), with a fresh state dir and owner label h/1/2.
+func testConfig(t *testing.T) Config {
+	return Config{
+		Image: DefaultImage, ContainerUser: "65534:65534", Memory: "512m", MemoryBytes: 512 << 20, Pids: 128,
+		StateDir: t.TempDir(), Link: "auto", Owner: "h/1/2",
+	}
+}
+
 // testLauncher returns a launcher whose CLI is a fake executable named cli
 // in a temporary directory.
-func testLauncher(t *testing.T, cli string, mod func(*Env)) (*Launcher, string) {
+func testLauncher(t *testing.T, cli string, mod func(*Config)) (*Launcher, string) {
 	t.Helper()
-	env, err := LoadEnv(envOf(nil), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Runtime = fakeCLI(t, t.TempDir(), cli)
-	env.Image = "localhost/x:latest"
+	cfg := testConfig(t)
+	cfg.Runtime = fakeCLI(t, t.TempDir(), cli)
+	cfg.Image = "localhost/x:latest"
 	if mod != nil {
-		mod(&env)
+		mod(&cfg)
 	}
-	return NewLauncher(env, "h/1/2", zerolog.Nop()), env.Runtime
+	return New(cfg, zerolog.Nop()), cfg.Runtime
 }
 
 // TestStartError checks how the CLI's stderr before the ready frame becomes
@@ -405,7 +411,7 @@ func TestStartError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, _ := testLauncher(t, tt.cli, func(e *Env) { e.OCIRuntime = "crun" })
+			l, _ := testLauncher(t, tt.cli, func(e *Config) { e.OCIRuntime = "crun" })
 			err, retry := l.StartError(tt.stderr, 125)
 			if retry {
 				t.Errorf("retry = true, want false")
@@ -467,7 +473,7 @@ func TestStartErrorHybridCgroups(t *testing.T) {
 // returned as the container name, the owner label, the env's limits, the
 // real bootstrap (under 1 KiB, CTR-3) and no --ulimit above 1024 (CTR-1).
 func TestLauncherCommand(t *testing.T) {
-	l, cli := testLauncher(t, "podman", func(e *Env) {
+	l, cli := testLauncher(t, "podman", func(e *Config) {
 		e.OCIRuntime = "runsc"
 		e.CPUs = "1.5"
 		e.Memory = "1g"
@@ -550,7 +556,7 @@ func TestLauncherVerifyArgs(t *testing.T) {
 		sock[0] != "run" || sock[len(sock)-1] != "localhost/other:1" {
 		t.Errorf("SocketLinkArgs = %q, want run ... --preserve-fds 1 ... localhost/other:1 without -i", sock)
 	}
-	stdio, _ := testLauncher(t, "podman", func(e *Env) { e.Link = "stdio" })
+	stdio, _ := testLauncher(t, "podman", func(e *Config) { e.Link = "stdio" })
 	if got := stdio.SocketLinkArgs("localhost/other:1"); got != nil {
 		t.Errorf("SocketLinkArgs with MCP_BRIDGE_LINK=stdio = %q, want nil", got)
 	}
@@ -596,7 +602,7 @@ func TestVerifyArgsImageNamedLikeAFlagValue(t *testing.T) {
 // TestVerifyArgsRunscKeepsRuntimeFlag checks that the image check under
 // runsc keeps gVisor's network flag (RT-2).
 func TestVerifyArgsRunscKeepsRuntimeFlag(t *testing.T) {
-	l, _ := testLauncher(t, "podman", func(e *Env) { e.OCIRuntime = "runsc" })
+	l, _ := testLauncher(t, "podman", func(e *Config) { e.OCIRuntime = "runsc" })
 	argv := append(l.GlobalArgs(), l.VerifyArgs("localhost/x:latest")...)
 	got := argv[:slices.Index(argv, "run")+1]
 	want := []string{"--runtime", "runsc", "--runtime-flag", "network=none", "run"}
@@ -673,7 +679,7 @@ func TestSocketLink(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			if got := SocketLink(Env{Link: c.link}, c.cli, c.podman, c.oci); got != c.want {
+			if got := SocketLink(Config{Link: c.link}, c.cli, c.podman, c.oci); got != c.want {
 				t.Errorf("SocketLink = %v, want %v", got, c.want)
 			}
 		})

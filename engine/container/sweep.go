@@ -1,4 +1,4 @@
-package engine
+package container
 
 // sweep.go removes what dead bridges left: containers whose owner is dead
 // (CTR-4) and conmon processes stranded mid-creation. The reaper actor
@@ -12,13 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/bridge-mcp/bridge/engine/owner"
 )
 
 // Sweep removes containers whose owner on this host is dead (CTR-4).
 func (l *Launcher) Sweep(ctx context.Context) int {
-	if l.Local() {
-		return 0
-	}
 	cli, _, _, err := l.resolve()
 	if err != nil {
 		return 0
@@ -33,8 +32,8 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 	}
 	n := 0
 	for _, line := range strings.Split(string(out), "\n") {
-		name, owner, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok || OwnerAlive(owner) {
+		name, label, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || owner.Alive(label) {
 			continue
 		}
 		l.remove(ctx, name)
@@ -55,7 +54,7 @@ func (l *Launcher) Sweep(ctx context.Context) int {
 // lists such a container, so removal by name cannot reach it.
 func (l *Launcher) sweepStranded(ctx context.Context) int {
 	n := 0
-	for _, pid := range pidEntries("/proc") {
+	for _, pid := range owner.PidEntries("/proc") {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil || !strings.HasSuffix(strings.SplitN(string(raw), "\x00", 2)[0], "conmon") {
 			continue
@@ -72,8 +71,8 @@ func (l *Launcher) sweepStranded(ctx context.Context) int {
 				runtime = args[i+1]
 			}
 		}
-		owner, ok := bridgePidOf(name)
-		if !ok || owner == os.Getpid() || processStartMs(owner) != 0 {
+		bridge, ok := bridgePidOf(name)
+		if !ok || bridge == os.Getpid() || owner.StartMs(bridge) != 0 {
 			continue // not ours, or its bridge is alive (a recycled pid is left alone)
 		}
 		killTree(pid)
@@ -106,9 +105,9 @@ func bridgePidOf(name string) (int, bool) {
 
 // killTree SIGKILLs pid's children, then pid.
 func killTree(pid int) {
-	for _, p := range allProcs() {
-		if p.ppid == pid {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	for _, p := range owner.Procs() {
+		if p.PPID == pid {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"context"
@@ -45,16 +45,17 @@ func findRuntime(ctx context.Context, name, oci string) (cli string, probed *Run
 	if df.Err != nil {
 		return podman, nil, nil
 	}
-	pf := ProbeRuntime(ctx, podman, globalArgs(podman, true, oci))
+	pf := ProbeRuntime(ctx, podman, CLIGlobalArgs(podman, true, oci))
 	if pf.Err != nil {
 		return docker, &df, nil
 	}
 	return podman, &pf, nil
 }
 
-// globalArgs are the flags that go before the subcommand of cli: podman's
-// --runtime, and for runsc the network flag gVisor needs (RT-2).
-func globalArgs(cli string, podman bool, oci string) []string {
+// CLIGlobalArgs are the flags that go before the subcommand of cli run
+// with the OCI runtime oci: podman's --runtime, and for runsc the network
+// flag gVisor needs (RT-2).
+func CLIGlobalArgs(cli string, podman bool, oci string) []string {
 	argv := ContainerArgv(ArgvSpec{CLI: cli, Podman: podman, OCIRuntime: oci})
 	if i := slices.Index(argv, "run"); i > 1 {
 		return argv[1:i]
@@ -73,7 +74,7 @@ func hybridOCI(f RuntimeFacts, chosen string, hybrid bool) (oci, problem string)
 	if f.Err != nil || f.Engine != "podman" || chosen != "" || !hybrid || filepath.Base(f.OCI) != "crun" {
 		return "", ""
 	}
-	if ociFound("runc") {
+	if OCIFound("runc") {
 		return "runc", ""
 	}
 	return "", "podman's default OCI runtime crun cannot start containers on this host's hybrid cgroups (v1 with a v2 unified mount): " +
@@ -84,9 +85,9 @@ func hybridOCI(f RuntimeFacts, chosen string, hybrid bool) (oci, problem string)
 // variable for tests.
 var ociDirs = []string{"/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin", "/usr/libexec/podman"}
 
-// ociFound reports whether podman finds the OCI runtime oci: a path that
+// OCIFound reports whether podman finds the OCI runtime oci: a path that
 // exists, a name on PATH or in the directories podman looks in.
-func ociFound(oci string) bool {
+func OCIFound(oci string) bool {
 	if filepath.IsAbs(oci) {
 		_, err := os.Stat(oci)
 		return err == nil
@@ -107,9 +108,6 @@ func ociFound(oci string) bool {
 // (hybridOCI), that needs the probe's answer, so this waits for it
 // (bounded by probeTimeout); elsewhere it returns at once.
 func (l *Launcher) settle() {
-	if l.Local() {
-		return
-	}
 	if _, podman, _, err := l.resolve(); err == nil && l.ociUnsettled(podman) {
 		l.Facts()
 	}
@@ -131,7 +129,7 @@ func (l *Launcher) ociUnsettled(podman bool) bool {
 // waits for the probe (`podman info` adds half a second to every cold
 // start). A variable for tests.
 var crunPossible = func() bool {
-	if ociFound("crun") {
+	if OCIFound("crun") {
 		return true
 	}
 	for _, f := range containersConfs() {
@@ -172,10 +170,17 @@ func containersConfs() []string {
 	return files
 }
 
+// HybridOCI is hybridOCI on this host's cgroups: the OCI runtime every
+// container gets where the engine's default cannot start any, or the
+// problem with its fix; chosen is MCP_BRIDGE_OCI_RUNTIME.
+func HybridOCI(f RuntimeFacts, chosen string) (oci, problem string) {
+	return hybridOCI(f, chosen, hybridCgroups())
+}
+
 // chooseOCI applies hybridOCI to the probe's facts, once, before any
 // container of this process has used the OCI runtime (settle).
 func (l *Launcher) chooseOCI(f RuntimeFacts) {
-	oci, problem := hybridOCI(f, l.env.OCIRuntime, hybridCgroups())
+	oci, problem := HybridOCI(f, l.cfg.OCIRuntime)
 	switch {
 	case oci != "":
 		l.mu.Lock()
@@ -189,11 +194,11 @@ func (l *Launcher) chooseOCI(f RuntimeFacts) {
 	}
 }
 
-// containersRangeProblem is the doctor's warning for rootful podman when
+// ContainersRangeProblem is the doctor's warning for rootful podman when
 // subuid or subgid (the files /etc/subuid and /etc/subgid) have no range
 // for the user "containers": every session then runs as the same host uid,
 // sharing its keyrings and per-user limits; "" when both have one.
-func containersRangeProblem(subuid, subgid string) string {
+func ContainersRangeProblem(subuid, subgid string) string {
 	if _, ok := newIDBlocks(subuid, subgid, ""); ok {
 		return ""
 	}
@@ -206,7 +211,7 @@ func containersRangeProblem(subuid, subgid string) string {
 // with the fix, from its error output (stderr of `info` or of `run`); nil
 // when the output says something else.
 func runtimeDown(engine, stderr string) error {
-	line := errorLine(stderr)
+	line := ErrorLine(stderr)
 	low := strings.ToLower(stderr)
 	switch {
 	case engine == "docker" && strings.Contains(low, "permission denied") && strings.Contains(low, "docker"):

@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bridge-mcp/bridge/engine/owner"
 )
 
 // idBlockSize is the number of host uids (and gids) one container gets:
@@ -78,8 +80,8 @@ var errNoIDBlock = errors.New("id map: every block of the containers range is in
 // files (rootful podman); ok is false when either lacks one of at least
 // one block.
 func newIDBlocks(subuid, subgid, dir string) (b *idBlocks, ok bool) {
-	uid, un, uok := subIDRange(subuid, "containers")
-	gid, gn, gok := subIDRange(subgid, "containers")
+	uid, un, uok := SubIDRange(subuid, "containers")
+	gid, gn, gok := SubIDRange(subgid, "containers")
 	n := int(min(un, gn) / idBlockSize)
 	if !uok || !gok || n < 1 {
 		return nil, false
@@ -92,8 +94,8 @@ func newIDBlocks(subuid, subgid, dir string) (b *idBlocks, ok bool) {
 // is false when either lacks one. users are the names the user's lines may
 // have: its name and its uid.
 func newSingleIDs(subuid, subgid, dir string, users ...string) (b *idBlocks, ok bool) {
-	_, un, uok := subIDRange(subuid, users...)
-	_, gn, gok := subIDRange(subgid, users...)
+	_, un, uok := SubIDRange(subuid, users...)
+	_, gn, gok := SubIDRange(subgid, users...)
 	if !uok || !gok {
 		return nil, false
 	}
@@ -138,12 +140,12 @@ func (b *idBlocks) release(i int) {
 
 // idBlockDir is where bridges keep their id-block locks, beside the owner
 // locks.
-func idBlockDir() string { return filepath.Join(filepath.Dir(ownerLockDir()), "idmaps") }
+func idBlockDir() string { return filepath.Join(filepath.Dir(owner.LockDir()), "idmaps") }
 
-// subIDRange returns the first id and the size of the first range in a
+// SubIDRange returns the first id and the size of the first range in a
 // subuid/subgid file whose line names one of users; ok is false when there
 // is none, or it runs past the last valid id.
-func subIDRange(file string, users ...string) (first, count uint32, ok bool) {
+func SubIDRange(file string, users ...string) (first, count uint32, ok bool) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return 0, 0, false

@@ -1,6 +1,13 @@
-package engine
+// Package owner names this bridge process on the host and tells whether
+// another bridge, or a process it left, still lives: the bridge.owner
+// label on containers and children (CTR-4), its lock file, and what /proc
+// says about processes. The container backend's sweep and the children
+// registry use it.
+package owner
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,20 +32,20 @@ var owner struct {
 	lock  *os.File // held open, with an exclusive flock, until the process exits
 }
 
-// Owner returns this process's bridge.owner label (CTR-4):
+// Label returns this process's bridge.owner label (CTR-4):
 // host/pid/start ms/lock=<path>. The path names a file this process holds an
 // exclusive flock on for its whole life, in a directory every bridge of the
-// user shares (ownerLockDir); the kernel drops the lock however the process
+// user shares (LockDir); the kernel drops the lock however the process
 // ends, so any bridge on any OS, whatever its state dir, can tell whether
 // the owner lives without /proc. Bridges from before the lock read the label
 // as another host's (it has more than three '/'-separated parts) and never
 // touch it. When no lock can be taken the label is host/pid/start ms, the
 // old form, which only Linux can check.
-func Owner() string {
+func Label() string {
 	owner.once.Do(func() {
 		host, _ := os.Hostname()
-		owner.label = fmt.Sprintf("%s/%d/%d", host, os.Getpid(), processStartMs(os.Getpid()))
-		if path, f, err := takeOwnerLock(ownerLockDir()); err == nil {
+		owner.label = fmt.Sprintf("%s/%d/%d", host, os.Getpid(), StartMs(os.Getpid()))
+		if path, f, err := takeOwnerLock(LockDir()); err == nil {
 			owner.lock = f
 			owner.label += lockMark + path
 		}
@@ -46,10 +53,10 @@ func Owner() string {
 	return owner.label
 }
 
-// ownerLockDir is where bridges keep their owner locks: the user's cache
+// LockDir is where bridges keep their owner locks: the user's cache
 // directory (~/.cache/bridge/owners, ~/Library/Caches/bridge/owners), or a
 // per-uid directory under the temp dir when there is no home.
-func ownerLockDir() string {
+func LockDir() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "bridge", "owners")
 	}
@@ -74,7 +81,9 @@ func takeOwnerLock(dir string) (string, *os.File, error) {
 		os.Remove(f.Name())
 		return "", nil, err
 	}
-	final := filepath.Join(dir, fmt.Sprintf("%d-%s.lock", os.Getpid(), randHex(6)))
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
+	final := filepath.Join(dir, fmt.Sprintf("%d-%s.lock", os.Getpid(), hex.EncodeToString(id)))
 	if err := os.Rename(f.Name(), final); err != nil {
 		f.Close()
 		os.Remove(f.Name())
@@ -130,12 +139,12 @@ func bootTimeMs() int64 {
 	return 0
 }
 
-// OwnerAlive reports whether a bridge.owner label names a living bridge on
+// Alive reports whether a bridge.owner label names a living bridge on
 // this host. Labels of other hosts count as alive: they are never touched.
 // A label with a lock path is alive while its lock is held. A label in the
 // old form host/pid/start ms is checked against /proc on Linux and counts
 // as alive elsewhere; an unparseable label counts as alive.
-func OwnerAlive(label string) bool {
+func Alive(label string) bool {
 	base, lock, hasLock := strings.Cut(label, lockMark)
 	parts := strings.Split(base, "/")
 	if len(parts) != 3 {
@@ -156,6 +165,6 @@ func OwnerAlive(label string) bool {
 	if err1 != nil || err2 != nil {
 		return true
 	}
-	got := processStartMs(pid)
+	got := StartMs(pid)
 	return got != 0 && got == start
 }

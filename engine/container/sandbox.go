@@ -1,4 +1,4 @@
-package engine
+package container
 
 import (
 	"context"
@@ -13,11 +13,9 @@ import (
 	"github.com/bridge-mcp/bridge/actors/childproc"
 )
 
-var _ actors.Launcher = (*Launcher)(nil)
-
-// Start implements actors.Launcher: the container CLI (or the local
-// python) runs as a child of the bridge that dies with it, its link a
-// socket on fd 3 or its stdio (sandboxCommand.linkFD).
+// Start implements actors.Launcher: the container CLI runs as a child of
+// the bridge that dies with it, its link a socket on fd 3 or its stdio
+// (sandboxCommand.linkFD).
 func (l *Launcher) Start(ctx context.Context, session string) (actors.Sandbox, error) {
 	c, err := l.command(session)
 	if err != nil {
@@ -43,7 +41,7 @@ func (l *Launcher) Start(ctx context.Context, session string) (actors.Sandbox, e
 type box struct {
 	*childproc.Linked
 	l       *Launcher
-	name    string // container name; "" for the local backend
+	name    string // container name
 	release func() // sandboxCommand.release
 	log     zerolog.Logger
 
@@ -80,9 +78,6 @@ func (b *box) Release() {
 // supervisor (same uid), so the container's own reaction to stdin EOF is
 // not enough (CLN-2).
 func (b *box) startWatchdog() {
-	if b.name == "" {
-		return
-	}
 	argv := b.l.RemoveArgv(b.name)
 	if argv == nil {
 		return
