@@ -328,11 +328,12 @@ func (s *sandbox) kill() {
 }
 
 // close stops the sandbox politely (link EOF, which the supervisor treats
-// as a shutdown frame), else kills it; the container is always removed. It then waits for every goroutine of the sandbox. Nothing here waits
-// on the sandbox reading: closing stdin ends any write in progress. A
-// sandbox still starting is closed politely too: killing the CLI while it
-// creates the container strands conmon and `runc init` outside podman's
-// records.
+// as a shutdown frame), else kills it; the container is always removed. It
+// then waits for every goroutine of the sandbox and its backend. Nothing
+// here waits on the sandbox reading: hanging up ends any write in
+// progress. A sandbox still starting is closed politely too: killing the
+// CLI while it creates the container strands conmon and `runc init`
+// outside podman's records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
 		polite := s.alive() && !s.linkStalled()
