@@ -1,11 +1,9 @@
 """Capture: one call's output, as the worker collects it.
 
-HeadTail caps one output (a head, a tail ring, everything past the cap
-spilled to a file), for a call's capture and a background job's alike;
-Capture keeps a call's output in one, streaming the head to the host as it
-comes; CaptureStream replaces sys.stdout and sys.stderr; Pump turns OS-level
-writes to fds 1 and 2 into the active call's stderr. The worker loads this
-module as mcp._capture and sets its hooks.
+HeadTail caps one output, a call's or a background job's; Capture keeps a
+call's output in one; CaptureStream replaces sys.stdout and sys.stderr; Pump
+turns OS-level writes to fds 1 and 2 into the active call's stderr. The
+worker loads this module as mcp._capture and sets its hooks.
 """
 import collections
 import io
@@ -77,7 +75,7 @@ class HeadTail:
     boundary; once the head is cut, everything else goes to the tail. Not
     thread-safe: its owner holds a lock around every use."""
 
-    def __init__(self, limit, path, flush=False, prepare=None):
+    def __init__(self, limit, path, flush=False, prepare=lambda: None):
         self.limit = limit
         self.half = limit // 2
         self.path = path
@@ -145,8 +143,7 @@ class HeadTail:
         log, self.log = self.log, []
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            if self.prepare is not None:
-                self.prepare()
+            self.prepare()
             self.spill = SpillFile(self.path, SPILL_CAP, flush=self.flush)
         except OSError as e:
             self.spill_error = e.strerror or str(e)
@@ -189,8 +186,7 @@ class HeadTail:
 
 class Capture:
     """Collects one call's output in a HeadTail: the head is streamed to the
-    host as it comes, the tail is sent when the call ends, and once the
-    call's output exceeds the cap all of it is spilled to a file."""
+    host as it comes, the rest (marker and tail) is sent when the call ends."""
 
     KEEP_FILES = 20
     # All the calls' saved outputs together stay within a budget.
