@@ -47,7 +47,7 @@ type DiscoveryConfig struct {
 type Discovery struct {
 	cfg     DiscoveryConfig
 	servers *Servers
-	checks  chan chan error
+	checks  chan request[struct{}, error]
 	log     zerolog.Logger
 	// loaded is the stamp of the configuration applied last: written by
 	// Serve after each reload, read by Check on the callers' goroutines and
@@ -61,7 +61,7 @@ type Discovery struct {
 
 // NewDiscovery returns the actor.
 func NewDiscovery(cfg DiscoveryConfig, servers *Servers) *Discovery {
-	return &Discovery{cfg: cfg, servers: servers, checks: make(chan chan error),
+	return &Discovery{cfg: cfg, servers: servers, checks: make(chan request[struct{}, error]),
 		log: cfg.Log.With().Str("actor", "discovery").Logger()}
 }
 
@@ -74,18 +74,11 @@ func (d *Discovery) Check(ctx context.Context) error {
 	if d.unchanged() {
 		return nil
 	}
-	reply := make(chan error, 1)
-	select {
-	case d.checks <- reply:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-reply:
+	loadErr, err := ask(ctx, d.checks, nil, struct{}{})
+	if err != nil {
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return loadErr
 }
 
 // Serve loads the configuration, then answers checks (and, with Watch,
@@ -127,12 +120,12 @@ func (d *Discovery) Serve(ctx context.Context) error {
 	}()
 	for {
 		select {
-		case reply := <-d.checks:
+		case r := <-d.checks:
 			var err error
 			if !d.unchanged() {
 				err = d.reload(ctx)
 			}
-			reply <- err
+			r.answer(err)
 		case ev := <-events:
 			if !d.relevant(ev) {
 				continue
