@@ -219,7 +219,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	conn.mc.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == "notifications/tools/list_changed" {
 			select {
-			case c.events <- clientEvent{kind: evListChanged}:
+			case c.events <- listChanged{}:
 			default: // a refresh is already queued
 			}
 		}
