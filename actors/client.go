@@ -76,6 +76,10 @@ type ClientDeps struct {
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
 	Log     zerolog.Logger
+
+	// dial, when set, connects in place of a process or an HTTP session:
+	// unit tests serve an in-process server over net.Pipe with it.
+	dial func(ctx context.Context, conn *serverConn) error
 }
 
 // Client is the actor of one proxied server (PXY-1): it starts the server on
