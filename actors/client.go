@@ -76,6 +76,10 @@ type ClientDeps struct {
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
 	Log     zerolog.Logger
+
+	// dial, when set, connects in place of a process or an HTTP session:
+	// unit tests serve an in-process server over net.Pipe with it.
+	dial func(ctx context.Context, conn *serverConn) error
 }
 
 // Client is the actor of one proxied server (PXY-1): it starts the server on
@@ -87,7 +91,7 @@ type Client struct {
 	deps *ClientDeps
 	log  zerolog.Logger
 
-	uses   chan chan useReply
+	uses   chan request[struct{}, useReply]
 	events chan clientEvent
 	// kicks asks for a start in the background (search covers servers
 	// without a catalog this way and never waits); buffered, one pending.
@@ -113,7 +117,9 @@ type Client struct {
 	// so a run after a panic starts from no connection and no waiters.
 	conn      *serverConn
 	starting  bool
-	waiters   []chan useReply
+	waiters   []request[struct{}, useReply]
+	restart   *time.Timer // the next start after a failure or exit; nil when none is due
+	refresh   *time.Timer // the tools/list after list_changed; nil when none is due
 	failures  int
 	nextStart time.Time
 	lastErr   error
@@ -140,27 +146,12 @@ type useReply struct {
 	err   error
 }
 
-type clientEvent struct {
-	kind  int // evStarted, evFailed, evExited, evListChanged, evTools
-	conn  *serverConn
-	tools []ToolInfo
-	err   error
-}
-
-const (
-	evStarted = iota
-	evFailed
-	evExited
-	evListChanged
-	evTools
-)
-
 // NewClient returns the actor for spec.
 func NewClient(spec ServerSpec, deps *ClientDeps) *Client {
 	return &Client{
 		spec: spec, deps: deps,
 		log:     deps.Log.With().Str("actor", "client").Str("server", spec.Name).Logger(),
-		uses:    make(chan chan useReply),
+		uses:    make(chan request[struct{}, useReply]),
 		events:  make(chan clientEvent, 8),
 		kicks:   make(chan struct{}, 1),
 		stopped: make(chan struct{}),
@@ -174,18 +165,11 @@ func (c *Client) Spec() ServerSpec { return c.spec }
 
 // use returns a live connection, starting the server if needed.
 func (c *Client) use(ctx context.Context) (useReply, error) {
-	reply := make(chan useReply, 1)
-	select {
-	case c.uses <- reply:
-	case <-ctx.Done():
+	r, err := ask(ctx, c.uses, nil, struct{}{})
+	if err != nil {
 		return useReply{}, c.ctxErr(ctx)
 	}
-	select {
-	case r := <-reply:
-		return r, r.err
-	case <-ctx.Done():
-		return useReply{}, c.ctxErr(ctx)
-	}
+	return r, r.err
 }
 
 func (c *Client) ctxErr(ctx context.Context) error {
@@ -296,267 +280,3 @@ func (e *callTimeoutError) Unwrap() error { return ErrCallTimeout }
 // retire records why a reload stops the actor; the servers manager calls
 // it before it removes the actor's supervisor.
 func (c *Client) retire(why string) { c.removed.Store(why) }
-
-// reset clears the state one Serve run leaves behind.
-func (c *Client) reset() {
-	c.conn, c.starting, c.waiters, c.eager = nil, false, nil, false
-}
-
-// Serve runs the actor until ctx ends, then stops the server. suture calls
-// it again after a panic: every run starts from no connection and no
-// waiters, and answers each waiter it took exactly once.
-func (c *Client) Serve(ctx context.Context) error {
-	c.reset()
-	var (
-		restart   *time.Timer
-		refresh   *time.Timer
-		restartC  <-chan time.Time
-		refreshC  <-chan time.Time
-		startCtx  context.Context
-		cancelRun context.CancelFunc
-	)
-	startCtx, cancelRun = context.WithCancel(ctx)
-	defer func() {
-		cancelRun()
-		if c.conn != nil {
-			c.conn.close()
-		}
-		c.wg.Wait()
-		c.dropEvents()
-		why := fmt.Errorf("Server '%s' was removed from the configuration", c.spec.Name)
-		if ctx.Err() == nil { // a panic, not a stop
-			why = fmt.Errorf("Server '%s' was restarted after an internal error; retry the call", c.spec.Name)
-		}
-		for _, w := range c.waiters {
-			w <- useReply{err: why}
-		}
-		c.reset()
-		if ctx.Err() != nil {
-			// A successor must also wait for the process this one waited
-			// for (removed again before its predecessor died).
-			if c.after != nil {
-				waitClosed(c.after, 10*time.Second)
-			}
-			c.stopOnce.Do(func() { close(c.stopped) })
-		}
-	}()
-	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
-		c.tools = tools
-	} else if ctx.Err() == nil {
-		// No catalog on disk: start in the background now, so the first
-		// search finds the tools instead of waiting for them.
-		c.Kick()
-	}
-	var idleC <-chan time.Time
-	if c.deps.IdleTimeout > 0 {
-		t := time.NewTicker(max(c.deps.IdleTimeout/4, 50*time.Millisecond))
-		defer t.Stop()
-		idleC = t.C
-	}
-	for {
-		select {
-		case <-idleC:
-			// A server in the middle of a call is never stopped.
-			if c.conn != nil && c.conn.inflight.Load() == 0 && time.Since(c.lastUse) > c.deps.IdleTimeout {
-				c.log.Info().Dur("idle", time.Since(c.lastUse).Round(time.Second)).Msg("server idle; stopping it")
-				conn := c.conn
-				c.conn = nil
-				c.eager = false
-				conn.close()
-				c.publish()
-			}
-		case w := <-c.uses:
-			c.lastUse = time.Now()
-			if c.conn != nil {
-				w <- useReply{conn: c.conn, tools: c.tools}
-				continue
-			}
-			c.waiters = append(c.waiters, w)
-			if c.failures >= parkAfter {
-				c.nextStart = time.Time{} // parked: a use makes one fresh attempt
-			}
-			c.maybeStart(startCtx)
-			if c.conn == nil && !c.starting && restartC == nil {
-				restart = time.NewTimer(time.Until(c.nextStart))
-				restartC = restart.C
-			}
-		case <-c.kicks:
-			if c.conn == nil && !c.starting && c.failures < parkAfter {
-				c.lastUse = time.Now() // a kicked server is not idle yet
-				c.eager = true
-				c.maybeStart(startCtx)
-				if !c.starting && restartC == nil {
-					restart = time.NewTimer(time.Until(c.nextStart))
-					restartC = restart.C
-				}
-			}
-		case <-restartC:
-			restartC = nil
-			c.maybeStart(startCtx)
-		case ev := <-c.events:
-			switch ev.kind {
-			case evStarted:
-				c.starting = false
-				c.conn = ev.conn
-				c.tools = ev.tools
-				c.lastErr = nil
-				c.deps.OnTools(c.spec.Name, c.spec.Hash, ev.tools)
-				c.publish()
-				for _, w := range c.waiters {
-					w <- useReply{conn: c.conn, tools: c.tools}
-				}
-				c.waiters = nil
-				c.wg.Add(1)
-				go c.watch(ev.conn)
-			case evFailed:
-				c.starting = false
-				c.noteFailure(ev.err)
-				c.publish()
-				for _, w := range c.waiters {
-					w <- useReply{err: ev.err}
-				}
-				c.waiters = nil
-				c.eager = false
-			case evExited:
-				if ev.conn != c.conn {
-					continue
-				}
-				up := time.Since(ev.conn.started)
-				c.conn = nil
-				ev.conn.close()
-				// A server that stayed up a minute, or answered a call, was
-				// healthy: its crash starts the backoff over.
-				if up >= uptimeReset || ev.conn.served.Load() {
-					c.failures = 0
-				}
-				c.noteFailure(fmt.Errorf("exited (%s)", ev.conn.exitDesc()))
-				c.publish()
-				c.log.Warn().Str("status", ev.conn.exitDesc()).Dur("uptime", up).Str("stderr", ev.conn.stderrTail()).
-					Dur("restartIn", time.Until(c.nextStart)).Msg("server exited; restarting")
-				c.eager = true
-				if restart != nil {
-					restart.Stop()
-				}
-				restart = time.NewTimer(time.Until(c.nextStart))
-				restartC = restart.C
-			case evListChanged:
-				if refreshC == nil {
-					refresh = time.NewTimer(listChangedGap)
-					refreshC = refresh.C
-				}
-			case evTools:
-				if ev.conn == c.conn {
-					c.tools = ev.tools
-					c.deps.OnTools(c.spec.Name, c.spec.Hash, ev.tools)
-				}
-			}
-		case <-refreshC:
-			refreshC = nil
-			if c.conn != nil {
-				conn := c.conn
-				c.wg.Add(1)
-				go func() {
-					defer c.wg.Done()
-					c.refreshTools(startCtx, conn)
-				}()
-			}
-		case <-ctx.Done():
-			if restart != nil {
-				restart.Stop()
-			}
-			if refresh != nil {
-				refresh.Stop()
-			}
-			return ctx.Err()
-		}
-	}
-}
-
-// dropEvents empties the mailbox after the run's goroutines have ended:
-// a connection reported there but never taken is closed.
-func (c *Client) dropEvents() {
-	for {
-		select {
-		case ev := <-c.events:
-			if ev.conn != nil && ev.kind == evStarted {
-				ev.conn.close()
-			}
-		default:
-			return
-		}
-	}
-}
-
-func (c *Client) noteFailure(err error) {
-	c.lastErr = err
-	c.failures++
-	delay := backoffStart << min(c.failures-1, 6)
-	c.nextStart = time.Now().Add(min(delay, backoffMax))
-}
-
-// maybeStart starts the server when nothing is starting and the backoff
-// has passed. The start runs on its own goroutine and reports an event.
-func (c *Client) maybeStart(ctx context.Context) {
-	if c.conn != nil || c.starting || time.Now().Before(c.nextStart) {
-		return
-	}
-	if len(c.waiters) == 0 && !c.eager {
-		return
-	}
-	if c.failures >= parkAfter && len(c.waiters) == 0 {
-		c.log.Warn().Int("failures", c.failures).Msg("server parked after repeated failures; the next use tries again")
-		c.eager = false
-		return
-	}
-	c.starting = true
-	c.startedAt = time.Now()
-	c.publish()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if c.after != nil {
-			select {
-			case <-c.after:
-			case <-ctx.Done():
-				return // Serve is ending and takes no event
-			}
-		}
-		conn, tools, err := c.connect(ctx)
-		ev := clientEvent{kind: evStarted, conn: conn, tools: tools}
-		if err != nil {
-			ev = clientEvent{kind: evFailed, err: err}
-		}
-		select {
-		case c.events <- ev:
-		case <-ctx.Done():
-			if conn != nil {
-				conn.close()
-			}
-		}
-	}()
-}
-
-// watch reports when the connection ends.
-func (c *Client) watch(conn *serverConn) {
-	defer c.wg.Done()
-	<-conn.done
-	select {
-	case c.events <- clientEvent{kind: evExited, conn: conn}:
-	case <-conn.closing:
-	}
-}
-
-func (c *Client) refreshTools(ctx context.Context, conn *serverConn) {
-	ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout)
-	defer cancel()
-	tools, err := conn.listTools(ctx)
-	if err != nil {
-		c.log.Warn().Err(err).Msg("refreshing tools after list_changed")
-		return
-	}
-	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
-	select {
-	case c.events <- clientEvent{kind: evTools, conn: conn, tools: tools}:
-	case <-ctx.Done():
-	}
-}

@@ -102,7 +102,7 @@ func TestToolErrorTextIsNotTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetCatalog(buildCatalog([]ServerSpec{c.Spec()}, map[string]*Client{"fake": c}, map[string][]ToolInfo{"fake": tools}))
+	<-r.publish(catalogSource{specs: []ServerSpec{c.Spec()}, clients: map[string]*Client{"fake": c}, tools: map[string][]ToolInfo{"fake": tools}})
 	scope := Scope{Servers: []string{"fake"}}
 	for _, tc := range []struct {
 		tool    string

@@ -47,7 +47,7 @@ type DiscoveryConfig struct {
 type Discovery struct {
 	cfg     DiscoveryConfig
 	servers *Servers
-	checks  chan chan error
+	checks  chan request[struct{}, error]
 	log     zerolog.Logger
 	// loaded is the stamp of the configuration applied last: written by
 	// Serve after each reload, read by Check on the callers' goroutines and
@@ -61,7 +61,7 @@ type Discovery struct {
 
 // NewDiscovery returns the actor.
 func NewDiscovery(cfg DiscoveryConfig, servers *Servers) *Discovery {
-	return &Discovery{cfg: cfg, servers: servers, checks: make(chan chan error),
+	return &Discovery{cfg: cfg, servers: servers, checks: make(chan request[struct{}, error]),
 		log: cfg.Log.With().Str("actor", "discovery").Logger()}
 }
 
@@ -74,18 +74,11 @@ func (d *Discovery) Check(ctx context.Context) error {
 	if d.unchanged() {
 		return nil
 	}
-	reply := make(chan error, 1)
-	select {
-	case d.checks <- reply:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-reply:
+	loadErr, err := ask(ctx, d.checks, nil, struct{}{})
+	if err != nil {
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return loadErr
 }
 
 // Serve loads the configuration, then answers checks (and, with Watch,
@@ -94,84 +87,115 @@ func (d *Discovery) Serve(ctx context.Context) error {
 	if err := d.reload(ctx); err != nil {
 		return err
 	}
-	var (
-		events   <-chan fsnotify.Event
-		errs     <-chan error
-		hup      chan os.Signal
-		rehash   <-chan time.Time
-		debounce *time.Timer
-		fire     <-chan time.Time
-	)
-	// SIGHUP reloads in both modes; unhandled, it would end the bridge.
-	hup = make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	if d.cfg.Watch {
-		w, err := fsnotify.NewWatcher()
-		if err != nil {
-			d.log.Error().Err(err).Msg("watching the config dir failed; reloading per call only")
-		} else {
-			d.watcher, d.watched = w, map[string]bool{}
-			defer w.Close()
-			d.rewatch()
-			events, errs = w.Events, w.Errors
-		}
-		t := time.NewTicker(safetyRehash)
-		defer t.Stop()
-		rehash = t.C
-	}
-	defer func() {
-		if debounce != nil {
-			debounce.Stop()
-		}
-	}()
+	src := d.listen()
+	defer src.stop()
 	for {
+		var err error
 		select {
-		case reply := <-d.checks:
-			var err error
-			if !d.unchanged() {
-				err = d.reload(ctx)
-			}
-			reply <- err
-		case ev := <-events:
-			if !d.relevant(ev) {
-				continue
-			}
-			// Debounce: an editor's save is several events; reload once.
-			if debounce == nil {
-				debounce = time.NewTimer(watchDebounce)
-			} else {
-				debounce.Reset(watchDebounce)
-			}
-			fire = debounce.C
-		case err := <-errs:
-			d.log.Warn().Err(err).Msg("config watcher")
-		case <-fire:
-			fire = nil
-			d.rewatch()
-			if !d.unchanged() {
-				if err := d.reload(ctx); err != nil {
-					return err
-				}
-			}
-		case <-hup:
-			d.log.Info().Msg("SIGHUP: reloading the configuration")
-			d.rewatch()
-			if err := d.reload(ctx); err != nil {
-				return err
-			}
-		case <-rehash:
-			d.rewatch()
-			if !d.unchanged() {
-				d.log.Info().Msg("configuration changed without a file event; reloading")
-				if err := d.reload(ctx); err != nil {
-					return err
-				}
-			}
+		case r := <-d.checks:
+			r.answer(d.check(ctx))
+		case ev := <-src.events:
+			src.onEvent(d.relevant(ev))
+		case werr := <-src.errs:
+			d.log.Warn().Err(werr).Msg("config watcher")
+		case <-timerC(src.debounce):
+			err = d.onSettled(ctx, src)
+		case <-src.hup:
+			err = d.onHangup(ctx)
+		case <-src.rehash:
+			err = d.onRehash(ctx)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if err != nil {
+			return err
+		}
 	}
+}
+
+// sources are what one Serve run listens to besides checks: SIGHUP, and
+// with Watch the file watcher and the safety rehash. Owned by Serve.
+type sources struct {
+	events   <-chan fsnotify.Event
+	errs     <-chan error
+	hup      chan os.Signal
+	rehash   <-chan time.Time
+	debounce *time.Timer // armed by a relevant file event; nil when none waits
+	stops    []func()
+}
+
+// listen turns on SIGHUP and, with Watch, the watcher and the rehash ticker.
+func (d *Discovery) listen() *sources {
+	src := &sources{hup: make(chan os.Signal, 1)}
+	// SIGHUP reloads in both modes; unhandled, it would end the bridge.
+	signal.Notify(src.hup, syscall.SIGHUP)
+	src.stops = append(src.stops, func() { signal.Stop(src.hup) })
+	if !d.cfg.Watch {
+		return src
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		d.log.Error().Err(err).Msg("watching the config dir failed; reloading per call only")
+	} else {
+		d.watcher, d.watched = w, map[string]bool{}
+		src.stops = append(src.stops, func() { _ = w.Close() })
+		d.rewatch()
+		src.events, src.errs = w.Events, w.Errors
+	}
+	t := time.NewTicker(safetyRehash)
+	src.stops = append(src.stops, t.Stop)
+	src.rehash = t.C
+	return src
+}
+
+// stop undoes listen, last turned on first.
+func (src *sources) stop() {
+	src.debounce = stopTimer(src.debounce)
+	for i := len(src.stops) - 1; i >= 0; i-- {
+		src.stops[i]()
+	}
+}
+
+// onEvent debounces relevant file events: an editor's save is several
+// events, reloaded once.
+func (src *sources) onEvent(relevant bool) {
+	if !relevant {
+		return
+	}
+	stopTimer(src.debounce)
+	src.debounce = time.NewTimer(watchDebounce)
+}
+
+// check answers a caller's check: reload when the sources changed.
+func (d *Discovery) check(ctx context.Context) error {
+	if d.unchanged() {
+		return nil
+	}
+	return d.reload(ctx)
+}
+
+// onSettled reloads once the file events have settled.
+func (d *Discovery) onSettled(ctx context.Context, src *sources) error {
+	src.debounce = nil
+	d.rewatch()
+	return d.check(ctx)
+}
+
+// onHangup reloads on SIGHUP, changed or not.
+func (d *Discovery) onHangup(ctx context.Context) error {
+	d.log.Info().Msg("SIGHUP: reloading the configuration")
+	d.rewatch()
+	return d.reload(ctx)
+}
+
+// onRehash reloads a change no file event reported.
+func (d *Discovery) onRehash(ctx context.Context) error {
+	d.rewatch()
+	if d.unchanged() {
+		return nil
+	}
+	d.log.Info().Msg("configuration changed without a file event; reloading")
+	return d.reload(ctx)
 }
 
 // relevant reports whether an event can change the configuration: .json

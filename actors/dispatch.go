@@ -120,7 +120,8 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	if err := d.Discovery.Check(ctx); err != nil {
 		return fail(err)
 	}
-	servers, notes, err := d.Router.Resolve(ctx, args.Servers)
+	cat := d.Router.Snapshot() // one catalog for the grants and the discovered names
+	servers, notes, err := d.Router.Resolve(ctx, cat, args.Servers)
 	if err != nil {
 		return fail(err)
 	}
@@ -132,8 +133,8 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	req := &ExecRequest{
 		Ctx: ctx, Code: args.Code, Servers: servers, Timeout: timeout,
 		Deadline: queued.Add(timeout), Reply: make(chan result.Result, 1),
+		Discovered: cat.Names(),
 	}
-	req.Discovered = d.Router.DiscoveredNames(ctx)
 	if !s.Exec(ctx, req) {
 		return fail(ctx.Err())
 	}

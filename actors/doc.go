@@ -11,7 +11,7 @@
 //	bridge (root supervisor, engine.root)
 //	├── front          Front: the stdio MCP server; a failure ends the process (SUP-3)
 //	├── discovery      Discovery: loads, checks and reloads the configuration
-//	├── router         Router: holds the catalog snapshot; answers box→host requests
+//	├── router         Router: builds and publishes catalogs; answers box→host requests
 //	├── servers        supervisor
 //	│   ├── servers    Servers: the manager; a keyed map (serviceMap) of the children below
 //	│   └── server:NAME  supervisor per configured server
@@ -51,26 +51,36 @@
 // Dispatcher:
 //
 //	front → Dispatcher.Run
-//	      → Discovery.Check           (checks: reply chan error; RLD-1)
-//	      → Router.Resolve            (snapshots: reply chan *Catalog)
-//	         → Client.Ready per granted server (uses: reply chan useReply)
-//	      → Sessions.Get              (gets: reply chan getReply)
-//	      → Session.Exec              (requests, 128-buffered; refused once Done)
+//	      → Discovery.Check           (ask on checks; RLD-1)
+//	      → Router.Snapshot           (an atomic load; one catalog per call)
+//	      → Router.Resolve            (against that catalog)
+//	         → Client.Ready per granted server (ask on uses)
+//	      → Sessions.Get              (ask on gets)
+//	      → Session.Exec              (unbuffered requests; handed on once Done)
 //	      ← ExecRequest.Reply         (1-buffered; exactly one result.Result)
+//
+// ask (ask.go) is the one request/reply round trip: it sends a request with
+// a 1-buffered reply channel on an actor's unbuffered mailbox, selecting on
+// the caller's ctx and on the actor's done channel (closed once it takes no
+// more requests), then waits for the answer or ctx. An actor answers every
+// request it received, exactly once.
 //
 // While a call runs, the sandbox's box→host requests arrive on jsonrpc2
 // goroutines and go through the one method table (methods.go):
 //
-//	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine)
+//	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine;
+//	          no message to the router)
 //
 // Between actors:
 //
-//	Discovery → Servers.Apply   (applies: a new configuration; reply Diff)
+//	Discovery → Servers.Apply   (ask on applies; returns once the router published
+//	                             the new configuration's catalog)
 //	Client    → Servers.onTools (mailbox under mu + 1-buffered ping; never blocks)
-//	Servers   → Router.SetCatalog (1-buffered, latest wins)
-//	Session   → Sessions.takeSpare (spares: reply chan *sandbox)
-//	Reaper    → Sessions.Tick → Session control (1-buffered, drops when full)
-//	Sessions  → Session control{evict} (reply chan bool)
+//	Servers   → Router.publish  (a catalog source, 1-buffered, latest wins; the router
+//	                             builds it and stores it in an atomic pointer)
+//	Session   → Sessions.takeSpare (ask on spares)
+//	Reaper    → Sessions.Tick → Session ticks (1-buffered, drops when full)
+//	Sessions  → Session evicts  (ask; a session already Done counts as evicted)
 //	Servers   → Client.retire, then removes its supervisor (RLD-3) without
 //	            waiting: the servers supervisor waits for it at shutdown
 //
@@ -79,22 +89,28 @@
 // Each actor's fields under "Owned by the Serve goroutine" are read and
 // written by its Serve alone:
 //
-//   - Router: the current *Catalog. A catalog is immutable once published;
-//     requests read a snapshot.
+//   - Router: builds each catalog and publishes it through an atomic
+//     pointer. A catalog is immutable once published; readers load it
+//     without a message to the actor.
 //   - Servers: the configuration, the policy, the live servers and their
 //     tools, the removed clients still stopping. Its mailbox is shared with
 //     the clients under mu.
-//   - Client: the connection, the waiters of a start, the backoff. Serve
-//     resets them on every run, so a restart after a panic starts clean.
+//   - Client: the connection, the waiters of a start, the backoff and its
+//     timers. Serve resets them on every run, so a restart after a panic
+//     starts clean. Its loop (clientloop.go) is one named step per event;
+//     the start, watch and refresh goroutines report typed events.
 //     Client.after is set by Servers before the client runs: a client
 //     replacing one of the same name starts no process before the old
 //     one's is dead (Client.stopped).
 //     Client.removed is written by Servers (retire) and read by callers;
 //     serverConn.inflight is written by callers and read by Serve.
 //   - Sessions: the live sessions, the spare, the names' loss reasons.
-//   - Session: its sandbox, its call counter, an unreported state loss.
-//     Session.stopped and done are guarded by mu: Exec queues only while
-//     stopped is unset, so Serve answers every request it accepted.
+//   - Session: its sandbox, its call queue (callQueue: arrival order, one
+//     timer on the earliest deadline), its call counter, an unreported state
+//     loss. Its request channel is unbuffered: Serve answers every request
+//     it received, and writes stopped before it closes done, after which it
+//     receives no more; Exec, seeing done, hands its request to the
+//     replacement session (evicted) or answers it (shutdown).
 //   - sandbox: the active call (an atomic pointer, shared with the link's
 //     goroutines; its output under activeCall.mu).
 //   - Discovery: the config stamp and the file watcher.

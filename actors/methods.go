@@ -69,14 +69,10 @@ func isBoxMethod(method string) bool {
 }
 
 // withCatalog answers a catalog method against the router's current
-// catalog snapshot.
+// catalog.
 func withCatalog(f func(r *Router, ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage) (any, error)) boxHandler {
 	return func(r *Router, ctx context.Context, scope Scope, params json.RawMessage) (any, error) {
-		cat, err := r.Snapshot(ctx)
-		if err != nil {
-			return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "RPC channel closed")
-		}
-		return f(r, ctx, cat, scope, params)
+		return f(r, ctx, r.Snapshot(), scope, params)
 	}
 }
 

@@ -40,13 +40,18 @@ type RequestRouter interface {
 	ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error)
 }
 
-// Router is the frame router actor. It owns the current catalog snapshot;
-// requests take the snapshot and are answered on the caller's goroutine, so
-// tool calls from one sandbox run concurrently (CON-3).
+// Router is the frame router actor. It builds each catalog (aliases and the
+// search index) from what the servers manager sends, and publishes it
+// through an atomic pointer: requests read the current catalog without a
+// message to the actor and are answered on the caller's goroutine, so tool
+// calls from one sandbox run concurrently (CON-3).
 type Router struct {
-	catalogs  chan *Catalog
-	snapshots chan chan *Catalog
-	catalog   *Catalog // owned by Serve
+	// current is the latest catalog: written by Serve, read by anyone. A
+	// catalog is immutable once published.
+	current atomic.Pointer[Catalog]
+	// builds holds the latest catalog source not yet built (1-buffered,
+	// latest wins; only the servers manager sends).
+	builds chan catalogSource
 
 	// MaxFrame is the link frame cap (LNK-4); CallTimeout bounds each
 	// proxied call (TMO-4); StartTimeout bounds server starts.
@@ -134,81 +139,85 @@ func (r *Router) notLoaded(name string) string {
 	return ""
 }
 
+// catalogSource is what a catalog is built from. Its maps are the
+// sender's copies: the router reads them on its own goroutine.
+type catalogSource struct {
+	specs   []ServerSpec
+	clients map[string]*Client
+	tools   map[string][]ToolInfo
+	policy  *Policy
+	// published are closed once this source, or a newer one, is the
+	// current catalog.
+	published []chan struct{}
+}
+
 // NewRouter returns a router with an empty catalog.
 func NewRouter() *Router {
-	return &Router{
-		catalogs:  make(chan *Catalog, 1),
-		snapshots: make(chan chan *Catalog),
-		catalog:   buildCatalog(nil, nil, nil),
-	}
+	r := &Router{builds: make(chan catalogSource, 1)}
+	r.current.Store(buildCatalog(nil, nil, nil))
+	return r
 }
 
 func (r *Router) String() string { return "router" }
 
-// SetCatalog replaces the catalog; the latest value wins.
-func (r *Router) SetCatalog(c *Catalog) {
-	for {
-		select {
-		case r.catalogs <- c:
-			return
-		default:
-		}
-		select {
-		case <-r.catalogs:
-		default:
-		}
-	}
-}
-
-// Serve runs the router until ctx ends.
+// Serve builds and publishes catalogs until ctx ends.
 func (r *Router) Serve(ctx context.Context) error {
 	for {
 		select {
-		case c := <-r.catalogs:
-			r.catalog = c
-		case reply := <-r.snapshots:
-			select {
-			case c := <-r.catalogs: // a newer catalog is waiting: answer with it
-				r.catalog = c
-			default:
-			}
-			reply <- r.catalog
+		case src := <-r.builds:
+			r.build(src)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-// Snapshot returns the current catalog.
-func (r *Router) Snapshot(ctx context.Context) (*Catalog, error) {
-	reply := make(chan *Catalog, 1)
-	select {
-	case r.snapshots <- reply:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	select {
-	case c := <-reply:
-		return c, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// build publishes the catalog of src and tells its waiters, even when the
+// build panics (they then read the catalog before it).
+func (r *Router) build(src catalogSource) {
+	defer func() {
+		for _, c := range src.published {
+			close(c)
+		}
+	}()
+	c := buildCatalog(src.specs, src.clients, src.tools)
+	c.policy = src.policy
+	r.current.Store(c)
+}
+
+// publish hands src to the actor without blocking; a source still waiting
+// is replaced, and its waiters wait for src instead. The returned channel
+// is closed once src (or a newer source) is the current catalog.
+func (r *Router) publish(src catalogSource) <-chan struct{} {
+	published := make(chan struct{})
+	src.published = append(src.published, published)
+	for {
+		select {
+		case r.builds <- src:
+			return published
+		default:
+		}
+		select {
+		case old := <-r.builds:
+			src.published = append(src.published, old.published...)
+		default:
+		}
 	}
 }
 
-// Resolve maps a call's servers argument to the servers it may use, each
+// Snapshot returns the current catalog; it never waits.
+func (r *Router) Snapshot() *Catalog { return r.current.Load() }
+
+// Resolve maps a call's servers argument to the servers of cat it may use, each
 // readied in parallel within the start timeout. An unknown name (a typo)
 // fails the call before any code runs. A server that is disabled, not
 // approved (a project file's) or fails to start does not: the code may
 // never touch it. Its proxies come from its
 // disk catalog when there is one, else it has none and every attribute
 // raises the cause; notes says which servers these are, and why.
-func (r *Router) Resolve(ctx context.Context, names []string) (servers []protocol.Server, notes []string, err error) {
+func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (servers []protocol.Server, notes []string, err error) {
 	if len(names) == 0 {
 		return nil, nil, nil
-	}
-	cat, err := r.Snapshot(ctx)
-	if err != nil {
-		return nil, nil, err
 	}
 	for _, n := range names {
 		if cat.Server(n) == nil && r.notLoaded(n) == "" {

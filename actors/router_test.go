@@ -31,7 +31,7 @@ func TestRouterNotLoaded(t *testing.T) {
 	go func() { defer close(done); _ = r.Serve(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	servers, notes, err := r.Resolve(ctx, []string{"proj", "old"})
+	servers, notes, err := r.Resolve(ctx, r.Snapshot(), []string{"proj", "old"})
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -42,7 +42,7 @@ func TestRouterNotLoaded(t *testing.T) {
 	if len(servers) != 2 || servers[0].Error != unapproved || len(servers[0].Tools) != 0 || servers[0].Alias == "" {
 		t.Errorf("unapproved server = %+v", servers)
 	}
-	if _, _, err := r.Resolve(ctx, []string{"projj"}); err == nil || !strings.Contains(err.Error(), "Unknown MCP server: projj") || strings.Contains(err.Error(), "Skipped config") {
+	if _, _, err := r.Resolve(ctx, r.Snapshot(), []string{"projj"}); err == nil || !strings.Contains(err.Error(), "Unknown MCP server: projj") || strings.Contains(err.Error(), "Skipped config") {
 		t.Errorf("typo: %v", err)
 	}
 

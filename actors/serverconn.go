@@ -193,8 +193,10 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	defer cancel()
 	conn := &serverConn{name: c.spec.Name, done: make(chan struct{}), closing: make(chan struct{}), started: time.Now()}
 	var err error
-	switch c.spec.Type {
-	case "http", "sse":
+	switch {
+	case c.deps.dial != nil:
+		err = c.deps.dial(ctx, conn)
+	case c.spec.Type == "http" || c.spec.Type == "sse":
 		err = c.dialHTTP(ctx, conn)
 	default:
 		err = c.spawn(conn)
@@ -224,7 +226,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	conn.mc.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == "notifications/tools/list_changed" {
 			select {
-			case c.events <- clientEvent{kind: evListChanged}:
+			case c.events <- listChanged{}:
 			default: // a refresh is already queued
 			}
 		}

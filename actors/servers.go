@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -19,7 +20,7 @@ type Servers struct {
 	spec   func(name string) suture.Spec
 	log    zerolog.Logger
 
-	applies chan applyReq
+	applies chan request[applyReq, applied]
 	ping    chan struct{} // 1-buffered: new tool lists are waiting in mailbox
 
 	mu      sync.Mutex // guards mailbox
@@ -49,7 +50,13 @@ type liveServer struct {
 type applyReq struct {
 	specs  []ServerSpec
 	policy *Policy
-	reply  chan Diff
+}
+
+// applied is a reload's diff and the router's signal that the catalog of
+// the new configuration is the current one.
+type applied struct {
+	diff      Diff
+	published <-chan struct{}
 }
 
 // Diff is what one reload changed.
@@ -66,7 +73,7 @@ func NewServers(sup *suture.Supervisor, deps *ClientDeps, router *Router, spec f
 	m := &Servers{
 		deps: deps, router: router, spec: spec,
 		log:      deps.Log.With().Str("actor", "servers").Logger(),
-		applies:  make(chan applyReq),
+		applies:  make(chan request[applyReq, applied]),
 		ping:     make(chan struct{}, 1),
 		mailbox:  map[string]toolsUpdate{},
 		live:     newServiceMap[string, *liveServer](sup),
@@ -90,18 +97,17 @@ func (m *Servers) onTools(name, hash string, tools []ToolInfo) {
 	}
 }
 
-// Apply replaces the desired configuration and returns the diff. Only the
-// discovery actor calls it, one reload at a time.
+// Apply replaces the desired configuration and returns the diff once the
+// router publishes its catalog: a call after Apply sees the new servers.
+// Only the discovery actor calls it, one reload at a time.
 func (m *Servers) Apply(ctx context.Context, specs []ServerSpec, policy *Policy) (Diff, error) {
-	reply := make(chan Diff, 1)
-	select {
-	case m.applies <- applyReq{specs, policy, reply}:
-	case <-ctx.Done():
-		return Diff{}, ctx.Err()
+	a, err := ask(ctx, m.applies, nil, applyReq{specs, policy})
+	if err != nil {
+		return Diff{}, err
 	}
 	select {
-	case d := <-reply:
-		return d, nil
+	case <-a.published:
+		return a.diff, nil
 	case <-ctx.Done():
 		return Diff{}, ctx.Err()
 	}
@@ -113,10 +119,9 @@ func (m *Servers) Serve(ctx context.Context) error {
 	for {
 		select {
 		case a := <-m.applies:
-			m.policy = a.policy
-			d := m.apply(a.specs)
-			m.publish()
-			a.reply <- d
+			m.policy = a.q.policy
+			d := m.apply(a.q.specs)
+			a.answer(applied{d, m.publish()})
 		case <-m.ping:
 			m.mu.Lock()
 			box := m.mailbox
@@ -206,11 +211,10 @@ func (m *Servers) stop(name string, ls *liveServer, why string) {
 	}
 }
 
-// publish builds a new catalog and hands it to the router.
-func (m *Servers) publish() {
+// publish hands the router what the next catalog is built from; the
+// returned channel is closed once that catalog is the current one.
+func (m *Servers) publish() <-chan struct{} {
 	clients := map[string]*Client{}
 	m.live.Each(func(name string, ls *liveServer) { clients[name] = ls.client })
-	c := buildCatalog(m.specs, clients, m.tools)
-	c.policy = m.policy
-	m.router.SetCatalog(c)
+	return m.router.publish(catalogSource{specs: m.specs, clients: clients, tools: maps.Clone(m.tools), policy: m.policy})
 }

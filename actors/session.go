@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -32,23 +33,29 @@ type ExecRequest struct {
 
 // Session is the actor of one named session: it owns at most one sandbox
 // and runs calls one at a time, in arrival order (CON-2).
+//
+// Its mailbox is unbuffered and paired with done, as in syncthing's
+// folder.doInSync: Serve answers every request it received, and once done
+// is closed it receives no more, so a sender that sees done knows its
+// request was never taken.
 type Session struct {
 	name     string
 	cfg      *SandboxConfig
 	spares   *Sessions // the spare supplier and the manager; nil starts containers directly
 	requests chan *ExecRequest
-	control  chan sessionControl
+	evicts   chan request[struct{}, bool]
+	ticks    chan time.Time // 1-buffered: the reaper's latest tick
 	log      zerolog.Logger
 
-	// mu guards stopped: Exec sends on requests only under the read lock with
-	// stopped unset, so once Serve has set it under the write lock, the
-	// channel's content is final and Serve answers all of it.
-	mu      sync.RWMutex
-	stopped string        // "" while accepting; else evicted or stopping
-	done    chan struct{} // closed when the session takes no more requests
+	// stopped is why the session takes no more requests: written by Serve
+	// once, before it closes done; read only after done is closed.
+	stopped string
+	done    chan struct{}
 
 	// Owned by the Serve goroutine.
 	sb        *sandbox
+	queue     callQueue
+	running   chan callDone // the call goroutine's result; nil when no call runs
 	calls     int64
 	lastUsed  time.Time
 	loss      string // a state loss not yet reported
@@ -62,18 +69,13 @@ const (
 	stoppedShutdown = "shutdown"
 )
 
-type sessionControl struct {
-	now   time.Time
-	evict bool      // end the session if idle (SES-6)
-	reply chan bool // true when the session ended
-}
-
 // NewSession returns the actor for name; spares may be nil.
 func NewSession(name string, cfg *SandboxConfig, spares *Sessions, idle time.Duration, loss string) *Session {
 	return &Session{
 		name: name, cfg: cfg, spares: spares, idleLimit: idle, loss: loss,
-		requests: make(chan *ExecRequest, 128),
-		control:  make(chan sessionControl, 1),
+		requests: make(chan *ExecRequest),
+		evicts:   make(chan request[struct{}, bool]),
+		ticks:    make(chan time.Time, 1),
 		done:     make(chan struct{}),
 		log:      cfg.Log.With().Str("actor", "session").Str("session", name).Logger(),
 		lastUsed: time.Now(),
@@ -90,19 +92,14 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // gets exactly one Result on req.Reply. A request for an evicted session is
 // handed to the session that replaces it under the same name.
 func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
-	s.mu.RLock()
-	stopped := s.stopped
-	if stopped == "" {
-		defer s.mu.RUnlock()
-		select {
-		case s.requests <- req:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+	select {
+	case s.requests <- req:
+		return true
+	case <-s.done:
+	case <-ctx.Done():
+		return false
 	}
-	s.mu.RUnlock()
-	if stopped == stoppedEvicted && s.spares != nil {
+	if s.stopped == stoppedEvicted && s.spares != nil {
 		next, err := s.spares.Get(ctx, s.name)
 		if err == nil && next != s {
 			return next.Exec(ctx, req)
@@ -115,38 +112,23 @@ func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
 	return true
 }
 
-// hold takes the write lock, so no Exec can send, and returns queue with
-// every request already sent appended; settle releases it. Senders waiting
-// on a full channel hold the read lock, so the channel is drained while the
-// write lock is awaited.
-func (s *Session) hold(queue []*ExecRequest) []*ExecRequest {
-	locked := make(chan struct{})
-	go func() {
-		s.mu.Lock()
-		close(locked)
-	}()
-	for {
-		select {
-		case req := <-s.requests:
-			queue = append(queue, req)
-		case <-locked:
-			for {
-				select {
-				case req := <-s.requests:
-					queue = append(queue, req)
-				default:
-					return queue
-				}
-			}
-		}
+// tick hands the session a reaper tick without blocking; it is dropped
+// while an earlier one waits.
+func (s *Session) tick(now time.Time) {
+	select {
+	case s.ticks <- now:
+	default:
 	}
 }
 
-// settle sets why the session stopped ("": it takes requests) and releases
-// the write lock hold took.
-func (s *Session) settle(why string) {
-	s.stopped = why
-	s.mu.Unlock()
+// evict asks the session to end if it is idle (SES-6); true when it ended
+// (now or before).
+func (s *Session) evict(ctx context.Context) (bool, error) {
+	ended, err := ask(ctx, s.evicts, s.done, struct{}{})
+	if errors.Is(err, errStopped) {
+		return true, nil
+	}
+	return ended, err
 }
 
 // callDone is what a call goroutine hands back to the actor.
@@ -157,137 +139,127 @@ type callDone struct {
 }
 
 // Serve runs the actor until ctx ends or it is evicted, then stops its
-// sandbox and waits for every sandbox it is closing. Each queued request has
-// its own deadline timer (TMO-1): the earliest deadline in the queue is
-// armed, wherever that request is.
+// sandbox and waits for every sandbox it is closing.
 func (s *Session) Serve(ctx context.Context) error {
 	defer s.closing.Wait()
-	defer func() {
-		if s.sb != nil {
-			s.closeAsync(s.sb)
-			s.sb = nil
-		}
-	}()
-	var (
-		queue   []*ExecRequest
-		running chan callDone
-		expire  *time.Timer
-	)
-	expireC := func() <-chan time.Time {
-		if expire == nil {
-			return nil
-		}
-		return expire.C
-	}
-	rearm := func() {
-		if expire != nil {
-			expire.Stop()
-			expire = nil
-		}
-		if len(queue) == 0 {
-			return
-		}
-		first := queue[0].Deadline
-		for _, req := range queue[1:] {
-			if req.Deadline.Before(first) {
-				first = req.Deadline
-			}
-		}
-		expire = time.NewTimer(time.Until(first))
-	}
+	defer s.dropSandbox()
 	for {
-		if running == nil && len(queue) > 0 {
-			for len(queue) > 0 && running == nil {
-				req := queue[0]
-				queue = queue[1:]
-				if req.Ctx.Err() != nil {
-					req.Reply <- result.Result{Status: result.StatusError, Error: "cancelled", Session: s.name}
-					continue
-				}
-				s.calls++
-				call, loss := s.calls, s.loss
-				s.loss = "" // reported by this call
-				running = make(chan callDone, 1)
-				go func(sb *sandbox, out chan callDone) {
-					done := s.runCall(ctx, sb, req, call, loss)
-					req.Reply <- done.result
-					out <- done
-				}(s.sb, running)
-				s.sb = nil // the call goroutine owns it until done
-			}
-			rearm()
-		}
+		s.startNext(ctx)
 		select {
 		case req := <-s.requests:
-			queue = append(queue, req)
-			rearm()
-		case <-expireC():
-			now := time.Now()
-			kept := queue[:0]
-			for _, req := range queue {
-				if req.Deadline.After(now) {
-					kept = append(kept, req)
-					continue
-				}
-				t := int(req.Timeout / time.Second)
-				req.Reply <- result.Result{
-					Status: result.StatusTimeout, Session: s.name, TimeoutSeconds: t,
-					Error: fmt.Sprintf("Session '%s' was busy with another call for the whole %ds timeout", s.name, t),
-				}
-			}
-			queue = kept
-			rearm()
-		case done := <-running:
-			running = nil
-			s.sb = done.sb
-			s.lastUsed = time.Now()
-			if done.reset && s.sb != nil {
-				s.closeAsync(s.sb) // SES-4: fresh state next call, no stateLost
-				s.sb = nil
-			}
-		case c := <-s.control:
-			if c.evict {
-				// Requests already sent make the session busy: take them
-				// first, with new ones held off while it decides.
-				queue = s.hold(queue)
-				if running == nil && len(queue) == 0 {
-					s.settle(stoppedEvicted)
-					if s.sb != nil {
-						s.endSandbox("evicted")
-					}
-					close(s.done)
-					c.reply <- true
-					<-ctx.Done() // the manager removes this actor
-					return ctx.Err()
-				}
-				s.settle("")
-				rearm()
-				c.reply <- false
-				continue
-			}
-			if running == nil && len(queue) == 0 && s.sb != nil && s.idleLimit > 0 && c.now.Sub(s.lastUsed) > s.idleLimit {
-				s.endSandbox(fmt.Sprintf("idle for more than %ds", int(s.idleLimit/time.Second)))
-			}
-			if s.sb != nil && !s.sb.alive() && running == nil {
-				s.noteExit(s.sb)
-			}
-			if c.reply != nil {
-				c.reply <- false
+			s.queue.push(req)
+		case <-s.queue.due():
+			s.expire(time.Now())
+		case done := <-s.running:
+			s.finished(done)
+		case now := <-s.ticks:
+			s.onTick(now)
+		case r := <-s.evicts:
+			if s.onEvict(r) {
+				<-ctx.Done() // the manager removes this actor
+				return ctx.Err()
 			}
 		case <-ctx.Done():
-			if running != nil {
-				// The call goroutine sees ctx and ends within its bounds.
-				done := <-running
-				s.sb = done.sb
-			}
-			queue = s.hold(queue)
-			s.settle(stoppedShutdown)
-			for _, req := range queue {
-				req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
-			}
-			close(s.done)
+			s.shutdown()
 			return ctx.Err()
 		}
+	}
+}
+
+// startNext starts the oldest queued call when none runs; calls whose
+// caller is gone are answered and skipped.
+func (s *Session) startNext(ctx context.Context) {
+	for s.running == nil && s.queue.len() > 0 {
+		req := s.queue.pop()
+		if req.Ctx.Err() != nil {
+			req.Reply <- result.Result{Status: result.StatusError, Error: "cancelled", Session: s.name}
+			continue
+		}
+		s.calls++
+		call, loss := s.calls, s.loss
+		s.loss = "" // reported by this call
+		out := make(chan callDone, 1)
+		go func(sb *sandbox) {
+			done := s.runCall(ctx, sb, req, call, loss)
+			req.Reply <- done.result
+			out <- done
+		}(s.sb)
+		s.running = out
+		s.sb = nil // the call goroutine owns it until done
+	}
+}
+
+// expire answers the queued calls whose deadline has passed while another
+// call held the session (CON-2); the running call is unaffected.
+func (s *Session) expire(now time.Time) {
+	for _, req := range s.queue.expire(now) {
+		t := int(req.Timeout / time.Second)
+		req.Reply <- result.Result{
+			Status: result.StatusTimeout, Session: s.name, TimeoutSeconds: t,
+			Error: fmt.Sprintf("Session '%s' was busy with another call for the whole %ds timeout", s.name, t),
+		}
+	}
+}
+
+// finished takes the sandbox back from the call that ended.
+func (s *Session) finished(done callDone) {
+	s.running = nil
+	s.sb = done.sb
+	s.lastUsed = time.Now()
+	if done.reset && s.sb != nil {
+		s.closeAsync(s.sb) // SES-4: fresh state next call, no stateLost
+		s.sb = nil
+	}
+}
+
+// onTick ends a sandbox idle for longer than the idle limit, and notes one
+// that died while idle.
+func (s *Session) onTick(now time.Time) {
+	idle := s.running == nil && s.queue.len() == 0
+	if idle && s.sb != nil && s.idleLimit > 0 && now.Sub(s.lastUsed) > s.idleLimit {
+		s.endSandbox(fmt.Sprintf("idle for more than %ds", int(s.idleLimit/time.Second)))
+	}
+	if s.sb != nil && !s.sb.alive() && s.running == nil {
+		s.noteExit(s.sb)
+	}
+}
+
+// onEvict ends the session if no call runs or waits, and answers whether it
+// did. Requests not yet received were never taken: their senders see done
+// and go to the session that replaces this one.
+func (s *Session) onEvict(r request[struct{}, bool]) bool {
+	if s.running != nil || s.queue.len() > 0 {
+		r.answer(false)
+		return false
+	}
+	s.stopped = stoppedEvicted
+	if s.sb != nil {
+		s.endSandbox("evicted")
+	}
+	close(s.done)
+	r.answer(true)
+	return true
+}
+
+// shutdown waits for the running call, which sees ctx and ends within its
+// bounds, then refuses new requests and answers the queued ones.
+func (s *Session) shutdown() {
+	if s.running != nil {
+		s.sb = (<-s.running).sb
+		s.running = nil
+	}
+	s.stopped = stoppedShutdown
+	close(s.done)
+	for _, req := range s.queue.drain() {
+		req.Reply <- result.Result{Status: result.StatusError, Session: s.name, Error: "the bridge is shutting down"}
+	}
+}
+
+// dropSandbox closes the sandbox the session holds, if any.
+func (s *Session) dropSandbox() {
+	if s.sb != nil {
+		s.closeAsync(s.sb)
+		s.sb = nil
 	}
 }
 

@@ -29,8 +29,8 @@ type Sessions struct {
 	idle time.Duration
 	log  zerolog.Logger
 
-	gets   chan getSession
-	spares chan chan *sandbox
+	gets   chan request[string, getReply]
+	spares chan request[struct{}, *sandbox]
 	ticks  chan time.Time
 	done   chan struct{} // closed when Serve has returned for good
 
@@ -49,11 +49,6 @@ type liveSession struct {
 	lastUsed time.Time
 }
 
-type getSession struct {
-	name  string
-	reply chan getReply
-}
-
 type getReply struct {
 	s   *Session
 	err error
@@ -65,8 +60,8 @@ func NewSessions(cfg *SandboxConfig, sup *suture.Supervisor, maxSessions int, id
 	return &Sessions{
 		cfg: cfg, max: maxSessions, idle: idle,
 		log:    cfg.Log.With().Str("actor", "sessions").Logger(),
-		gets:   make(chan getSession),
-		spares: make(chan chan *sandbox),
+		gets:   make(chan request[string, getReply]),
+		spares: make(chan request[struct{}, *sandbox]),
 		ticks:  make(chan time.Time, 1),
 		done:   make(chan struct{}),
 		live:   newServiceMap[string, *liveSession](sup),
@@ -81,20 +76,14 @@ var errShuttingDown = errors.New("the bridge is shutting down")
 
 // Get returns the actor for name, creating it if needed (SES-6).
 func (m *Sessions) Get(ctx context.Context, name string) (*Session, error) {
-	reply := make(chan getReply, 1)
-	select {
-	case m.gets <- getSession{name, reply}:
-	case <-m.done:
+	r, err := ask(ctx, m.gets, m.done, name)
+	switch {
+	case errors.Is(err, errStopped):
 		return nil, errShuttingDown
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case err != nil:
+		return nil, err
 	}
-	select {
-	case r := <-reply:
-		return r.s, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return r.s, r.err
 }
 
 // Tick forwards a reaper tick without blocking.
@@ -108,20 +97,8 @@ func (m *Sessions) Tick(now time.Time) {
 // takeSpare hands the spare (ready or still starting) to a session and
 // starts the next one; nil when there is none.
 func (m *Sessions) takeSpare(ctx context.Context) *sandbox {
-	reply := make(chan *sandbox, 1)
-	select {
-	case m.spares <- reply:
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-		return nil
-	}
-	select {
-	case sb := <-reply:
-		return sb
-	case <-ctx.Done():
-		return nil
-	}
+	sb, _ := ask(ctx, m.spares, m.done, struct{}{})
+	return sb
 }
 
 // Serve runs the manager until ctx ends. It never waits on a session
@@ -142,15 +119,15 @@ func (m *Sessions) Serve(ctx context.Context) error {
 	for {
 		select {
 		case g := <-m.gets:
-			s, err := m.get(ctx, g.name)
-			g.reply <- getReply{s, err}
-		case reply := <-m.spares:
+			s, err := m.get(ctx, g.q)
+			g.answer(getReply{s, err})
+		case r := <-m.spares:
 			sb := m.spare
 			m.spare = nil
 			if sb != nil && !sb.alive() && sb.exitCode() == 0 {
 				sb = nil // ended normally (idle); let the session start its own
 			}
-			reply <- sb
+			r.answer(sb)
 			// The next spare starts once this one has served its first
 			// call (at most spareDelay after it is ready): a container
 			// start beside that call, or beside the start a call is waiting
@@ -169,12 +146,7 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case <-m.spareDue:
 			m.nextSpare()
 		case now := <-m.ticks:
-			m.live.Each(func(_ string, ls *liveSession) {
-				select {
-				case ls.s.control <- sessionControl{now: now}:
-				default:
-				}
-			})
+			m.live.Each(func(_ string, ls *liveSession) { ls.s.tick(now) })
 			if m.spare != nil && m.idle > 0 && now.Sub(m.spareFrom) > m.idle {
 				m.log.Debug().Msg("spare container idle; stopping it")
 				m.closeAsync(m.spare)
@@ -278,20 +250,8 @@ func (m *Sessions) evictOne(ctx context.Context) bool {
 	sort.Slice(byUse, func(i, j int) bool { return byUse[i].ls.lastUsed.Before(byUse[j].ls.lastUsed) })
 	for _, c := range byUse {
 		n, ls := c.name, c.ls
-		reply := make(chan bool, 1)
-		ended := false
-		select {
-		case ls.s.control <- sessionControl{now: time.Now(), evict: true, reply: reply}:
-			select {
-			case ended = <-reply:
-			case <-ls.s.Done():
-				ended = true
-			case <-ctx.Done():
-				return false
-			}
-		case <-ls.s.Done():
-			ended = true
-		case <-ctx.Done():
+		ended, err := ls.s.evict(ctx)
+		if err != nil {
 			return false
 		}
 		if !ended {

@@ -85,13 +85,3 @@ func boxNotes(notes []string) []string {
 	}
 	return out
 }
-
-// DiscoveredNames lists every configured server, in config order, for
-// MCP_DISCOVERED_SERVERS; nil when the catalog cannot be had.
-func (r *Router) DiscoveredNames(ctx context.Context) []string {
-	cat, err := r.Snapshot(ctx)
-	if err != nil {
-		return nil
-	}
-	return cat.Names()
-}

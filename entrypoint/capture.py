@@ -1,13 +1,13 @@
 """Capture: one call's output, as the worker collects it.
 
-Capture keeps a call's output (the head streamed to the host as it comes,
-the tail in a ring, everything past the cap spilled to a file);
-CaptureStream replaces sys.stdout and sys.stderr; Pump turns OS-level writes
-to fds 1 and 2 into the active call's stderr. The worker loads this module
-as mcp._capture and sets its hooks.
+HeadTail caps one output, a call's or a background job's; Capture keeps a
+call's output in one; CaptureStream replaces sys.stdout and sys.stderr; Pump
+turns OS-level writes to fds 1 and 2 into the active call's stderr. The
+worker loads this module as mcp._capture and sets its hooks.
 """
 import collections
 import io
+import itertools
 import os
 import select
 import threading
@@ -15,6 +15,11 @@ import time
 
 diag = print  # the worker's _diag: reports an error on the container's stderr
 route = None  # jobs.route(stream, text): True when a background job took the text
+
+SPILL_DIR = "/workspace/.bridge"
+# One flood must not fill /workspace (128 MiB): each saved output is capped
+# (and the calls' saved outputs together stay within Capture.SPILL_BUDGET).
+SPILL_CAP = 16 << 20
 
 
 class SpillFile:
@@ -60,16 +65,131 @@ class SpillFile:
             pass
 
 
-class Capture:
-    """Collects one call's output: the head is streamed to the host as it
-    comes, the tail is kept in a ring and sent when the call ends, and once
-    the call's output exceeds the cap everything is spilled to a file."""
+class HeadTail:
+    """One output under a cap of limit bytes, as a call's capture and a
+    background job's keep it: the first limit/2 bytes (the head, taken by
+    take_head as it is sent), then a rolling tail of the newest limit/2
+    bytes, and a count of the bytes dropped between them. The whole output
+    is kept too: in memory while it is within limit, then in a SpillFile at
+    path (prepare() runs first, to make room). A cut happens on a UTF-8
+    boundary; once the head is cut, everything else goes to the tail. Not
+    thread-safe: its owner holds a lock around every use."""
 
-    SPILL_DIR = "/workspace/.bridge"
+    def __init__(self, limit, path, flush=False, prepare=lambda: None):
+        self.limit = limit
+        self.half = limit // 2
+        self.path = path
+        self.flush = flush  # the SpillFile's: a job's file is read while it grows
+        self.prepare = prepare
+        self.total = 0  # bytes written, never reset
+        self.log = []  # every (stream, text) while total <= limit
+        self.spill = None  # a SpillFile once the output passed the cap
+        self.spill_error = None  # why the whole output is not saved
+        self.reset()
+
+    def reset(self):
+        """Starts a new head and tail; the whole output goes on."""
+        self.head = []  # (stream, bytes) not taken yet
+        self.head_bytes = 0  # bytes in self.head
+        self.head_used = 0  # bytes the head took since the reset
+        self.tail = collections.deque()  # [stream, bytes]
+        self.tail_bytes = 0
+        self.dropped = 0
+        self.cut_stream = None  # the stream written when the head was full
+
+    def write(self, stream, text):
+        """Adds text from stream; True when the tail took some of it."""
+        data = text.encode("utf-8", "replace")
+        self.total += len(data)
+        self.record(stream, text)
+        room = self.half - self.head_used
+        if room > 0:
+            head = data if len(data) <= room else _cut_head(data, room)
+            self.head_used += len(head) if len(head) == len(data) else room
+            self.head.append((stream, head))
+            self.head_bytes += len(head)
+            data = data[len(head):]
+        if not data:
+            return False
+        if self.cut_stream is None:
+            self.cut_stream = stream
+        self.tail.append([stream, data])
+        self.tail_bytes += len(data)
+        while self.tail_bytes > self.half:
+            extra = self.tail_bytes - self.half
+            first = self.tail[0]
+            if len(first[1]) <= extra:
+                self.tail.popleft()
+                cut = len(first[1])
+            else:
+                kept = _cut_tail(first[1], len(first[1]) - extra)
+                cut = len(first[1]) - len(kept)
+                first[1] = kept
+            self.tail_bytes -= cut
+            self.dropped += cut
+        return True
+
+    def record(self, stream, text):
+        """Adds text to the whole output only (self.total already counts it)."""
+        if self.spill is None and self.spill_error is None:
+            if self.total <= self.limit:
+                self.log.append((stream, text))
+                return
+            self._open_spill()
+        if self.spill is not None:
+            self._spill_write(stream, text)
+
+    def _open_spill(self):
+        log, self.log = self.log, []
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.prepare()
+            self.spill = SpillFile(self.path, SPILL_CAP, flush=self.flush)
+        except OSError as e:
+            self.spill_error = e.strerror or str(e)
+            return
+        for stream, text in log:
+            self._spill_write(stream, text)
+
+    def _spill_write(self, stream, text):
+        self.spill_error = self.spill.write(stream, text)
+        if self.spill_error is not None:
+            self.spill = None
+
+    def take_head(self):
+        """The head not taken yet, as (stream, text) runs."""
+        head, self.head, self.head_bytes = self.head, [], 0
+        return [(s, b.decode("utf-8", "replace")) for s, b in head]
+
+    def drain(self):
+        """The head not taken yet, a marker where the middle was dropped and
+        the tail, as (stream, text) runs; then resets. The marker names the
+        file that keeps the whole output, so the file is saved now if it
+        was not yet."""
+        runs = self.take_head()
+        if self.dropped:
+            if self.spill is None and self.spill_error is None:
+                self._open_spill()
+            marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.path)
+            if self.spill_error is not None:
+                marker += "; full output not saved: " + self.spill_error
+            last = next((t[-1] for _, t in reversed(runs) if t), "")
+            runs.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
+        runs.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
+        self.reset()
+        return runs
+
+    def close(self):
+        if self.spill is not None:
+            self.spill.close()
+
+
+class Capture:
+    """Collects one call's output in a HeadTail: the head is streamed to the
+    host as it comes, the rest (marker and tail) is sent when the call ends."""
+
     KEEP_FILES = 20
-    # One flood must not fill /workspace (128 MiB): each saved output is
-    # capped, and all of them together stay within a budget.
-    SPILL_CAP = 16 << 20
+    # All the calls' saved outputs together stay within a budget.
     SPILL_BUDGET = 48 << 20
     # Progress previews (see _preview); set per call by begin().
     progress = False
@@ -80,6 +200,7 @@ class Capture:
         self.link = link
         self.lock = threading.RLock()
         self.call = None
+        self.out = None  # the call's HeadTail while a call is active
         self.discarded = 0
         self.wake = threading.Event()
         threading.Thread(target=self._flusher, daemon=True).start()
@@ -87,21 +208,8 @@ class Capture:
     def begin(self, call, n, limit):
         with self.lock:
             self.call = call
-            self.n = n
-            self.half = limit // 2
-            self.limit = limit
-            self.total = 0
-            self.head_used = 0
-            self.pending = []
-            self.pending_bytes = 0
-            self.tail = collections.deque()
-            self.tail_bytes = 0
-            self.cut_stream = None
-            self.dropped = 0
-            self.memlog = []
-            self.spill = None  # a SpillFile once the output passed the cap
-            self.spill_path = None
-            self.spill_error = None
+            self.out = HeadTail(limit, "%s/output-%d.txt" % (SPILL_DIR, n), prepare=lambda: _prune(
+                SPILL_DIR, self.KEEP_FILES - 1, self.SPILL_BUDGET - SPILL_CAP))
             self.progress = False
             self.preview_dirty = False
             self.preview_at = 0.0
@@ -109,43 +217,18 @@ class Capture:
     def write(self, stream, text):
         if not text:
             return
-        data = text.encode("utf-8", "replace")
         with self.lock:
             if self.call is None:
-                self.discarded += len(data)
+                self.discarded += len(text.encode("utf-8", "replace"))
                 return
-            self.total += len(data)
-            self._record(stream, text)
-            room = self.half - self.head_used
-            if room > 0:
-                head = data if len(data) <= room else _cut_head(data, room)
-                self.head_used += len(head) if len(head) == len(data) else room
-                self.pending.append((stream, head.decode("utf-8")))
-                self.pending_bytes += len(head)
-                data = data[len(head):]
-                if self.pending_bytes >= 8192:
-                    self._flush()
-                else:
-                    self.wake.set()
-            if data:
-                if self.cut_stream is None:
-                    self.cut_stream = stream
-                self.tail.append([stream, data])
-                self.tail_bytes += len(data)
-                while self.tail_bytes > self.half:
-                    extra = self.tail_bytes - self.half
-                    first = self.tail[0]
-                    if len(first[1]) <= extra:
-                        self.tail.popleft()
-                        self.tail_bytes -= len(first[1])
-                        self.dropped += len(first[1])
-                    else:
-                        kept = _cut_tail(first[1], len(first[1]) - extra)
-                        self.dropped += len(first[1]) - len(kept)
-                        self.tail_bytes -= len(first[1]) - len(kept)
-                        first[1] = kept
-                if self.progress:
-                    self._preview_soon()
+            out = self.out
+            grew = out.write(stream, text)
+            if out.head_bytes >= 8192:
+                self._flush(out.take_head())
+            elif out.head:
+                self.wake.set()
+            if grew and self.progress:
+                self._preview_soon()
 
     def _preview_soon(self):
         """Sends a progress preview now when the last one is PREVIEW_EVERY
@@ -161,43 +244,14 @@ class Capture:
             self.preview_dirty = True
             self.wake.set()
 
-    def _record(self, stream, text):
-        # Everything is kept in memory up to the cap, then written to the spill file.
-        if self.spill is None and self.spill_error is None:
-            if self.total <= self.limit:
-                self.memlog.append((stream, text))
-                return
-            self._open_spill()
-        if self.spill is not None:
-            self._spill_write(stream, text)
-
-    def _open_spill(self):
-        self.spill_path = "%s/output-%d.txt" % (self.SPILL_DIR, self.n)
-        try:
-            os.makedirs(self.SPILL_DIR, exist_ok=True)
-            _prune(self.SPILL_DIR, self.KEEP_FILES - 1, self.SPILL_BUDGET - self.SPILL_CAP)
-            self.spill = SpillFile(self.spill_path, self.SPILL_CAP)
-        except OSError as e:
-            self.spill_error = e.strerror or str(e)
-            return
-        log, self.memlog = self.memlog, []
-        for stream, text in log:
-            self._spill_write(stream, text)
-
-    def _spill_write(self, stream, text):
-        self.spill_error = self.spill.write(stream, text)
-        if self.spill_error is not None:
-            self.spill = None
-
-    def _flush(self, out=None):
-        """Sends the pending output, or appends its frames to out."""
-        pending, self.pending, self.pending_bytes = self.pending, [], 0
-        for stream, text in _merge(pending):
+    def _flush(self, runs, frames=None):
+        """Sends the (stream, text) runs, or appends their frames to frames."""
+        for stream, text in _merge(runs):
             params = {"call": self.call, "stream": stream, "data": text}
-            if out is None:
+            if frames is None:
                 self.link.notify("output", params)
             else:
-                out.append({"jsonrpc": "2.0", "method": "output", "params": params})
+                frames.append({"jsonrpc": "2.0", "method": "output", "params": params})
 
     def _flusher(self):
         while True:
@@ -205,9 +259,9 @@ class Capture:
             time.sleep(0.02)
             self.wake.clear()
             with self.lock:
-                if self.call is not None and self.pending:
+                if self.call is not None and self.out.head:
                     try:
-                        self._flush()
+                        self._flush(self.out.take_head())
                     except Exception as e:
                         diag("output not streamed: %s: %s" % (type(e).__name__, e))
                 if self.call is not None and self.preview_dirty and time.monotonic() - self.preview_at >= self.PREVIEW_EVERY:
@@ -224,7 +278,7 @@ class Capture:
 
     def _preview(self):
         parts, size = [], 0
-        for _, data in reversed(self.tail):
+        for _, data in reversed(self.out.tail):
             parts.append(data)
             size += len(data)
             if size >= self.PREVIEW_BYTES:
@@ -245,52 +299,33 @@ class Capture:
             self.preview_at = time.monotonic()
             self.link.notify("progress", {"call": self.call, "data": text})
 
-    def finish(self, result_repr, out):
-        """Ends the call: appends the frames of what is left to out (the
+    def finish(self, result_repr, frames):
+        """Ends the call: appends the frames of what is left to frames (the
         caller sends them with its reply) and returns (truncated, bytes, repr)."""
         with self.lock:
-            truncated = self.dropped > 0
+            out = self.out
+            truncated = out.dropped > 0
             if result_repr is not None:
                 rb = result_repr.encode("utf-8", "replace")
-                self.total += len(rb)
-                if len(rb) > self.half:
+                out.total += len(rb)
+                if len(rb) > out.half:
                     truncated = True
-                    self._record("stdout", "\n" + result_repr + "\n")
-                    quarter = self.half // 2
+                    out.record("stdout", "\n" + result_repr + "\n")
+                    quarter = out.half // 2
                     head, tail = _cut_head(rb, quarter), _cut_tail(rb, quarter)
                     omitted = len(rb) - len(head) - len(tail)
                     result_repr = "%s\n[... %d bytes omitted ...]\n%s" % (head.decode(), omitted, tail.decode())
-                    self.dropped += omitted
-            if self.dropped:
-                marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.spill_path or "%s/output-%d.txt" % (self.SPILL_DIR, self.n))
-                if self.spill is None and self.spill_error is None:
-                    self._open_spill()
-                if self.spill_error is not None:
-                    marker += "; full output not saved: " + self.spill_error
-                marker += " ...]"
-                head_text = "".join(t for _, t in self.pending)
-                last = head_text[-1:] if head_text else ""
-                self.pending.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + "\n"))
-            for stream, data in self.tail:
-                self.pending.append((stream, data.decode("utf-8")))
-            self._flush(out)
-            if self.spill is not None:
-                self.spill.close()
-            total = self.total
+                    out.dropped += omitted
+            self._flush(out.drain(), frames)
+            out.close()
             self.call = None
-            self.memlog = []
-            self.tail = collections.deque()
-            return truncated, total, result_repr
+            self.out = None
+            return truncated, out.total, result_repr
 
 
 def _merge(chunks):
-    out = []
-    for stream, text in chunks:
-        if out and out[-1][0] == stream:
-            out[-1] = (stream, out[-1][1] + text)
-        else:
-            out.append((stream, text))
-    return out
+    """chunks with the neighbours of one stream joined."""
+    return [(s, "".join(t for _, t in run)) for s, run in itertools.groupby(chunks, key=lambda c: c[0])]
 
 
 def _cut_head(data, n):

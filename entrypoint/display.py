@@ -81,6 +81,7 @@ class Images:
 
 IMAGES = None  # set by install()
 _PRUNE = None  # capture.py's _prune(directory, keep, budget, prefix, suffix)
+_RT = None  # mcp.runtime, set by install()
 
 
 # --- matplotlib ------------------------------------------------------------
@@ -147,9 +148,11 @@ class _PatchingLoader:
         return getattr(self._loader, name)
 
 
-def install(images, prune):
-    global IMAGES, _PRUNE
-    IMAGES, _PRUNE = images, prune
+def install(images, prune, rt):
+    """Keeps images (this session's Images), prune (capture._prune) and rt
+    (mcp.runtime, whose Image, Resource and block helpers display() knows)."""
+    global IMAGES, _PRUNE, _RT
+    IMAGES, _PRUNE, _RT = images, prune, rt
     os.environ.setdefault("MPLBACKEND", "Agg")
     sys.meta_path.insert(0, _PyplotHook())
 
@@ -200,7 +203,7 @@ def _image_block(obj):
     with an image MIME type, a runtime.Image or an image runtime.Resource;
     None otherwise. The bytes decide the type when they are a known format.
     Invalid base64 raises ValueError."""
-    rt = sys.modules.get("mcp.runtime")
+    rt = _RT
     if rt is None:
         return None
     if isinstance(obj, dict):
@@ -308,7 +311,7 @@ def _walk(obj, found, rich, budget, depth=0):
     budget[0] -= 1
     if type(obj) in _ATOMS or budget[0] < 0 or depth > WALK_DEPTH:
         return obj
-    rt = sys.modules["mcp.runtime"]
+    rt = _RT
     if isinstance(obj, (rt.Image, rt.Resource)):
         if isinstance(obj, rt.Image) or (obj.data is not None and _is_image_mime(obj.mime_type)):
             found.append(obj)

@@ -27,14 +27,12 @@ import asyncio
 import collections
 import inspect
 import linecache
-import os
 import sys
 import threading
 import time
 
 MAX_JOBS = 32
 SPILL_DIR = "/workspace/.bridge"
-SPILL_CAP = 16 << 20
 RECENT_CHARS = 1024  # the newest output kept for progress previews (the host keeps 1 KiB of it)
 PROGRESS_EVERY = 0.25  # seconds between previews while result() waits
 
@@ -45,12 +43,15 @@ _COUNT = [0]
 _CO_COROUTINE = 0x80
 
 
-def _worker():
-    return sys.modules["worker"]
-
-
-def _capture():
-    return sys.modules["mcp._capture"]
+# What install() passes in: the worker's helpers and the session's objects.
+_RT = None  # mcp.runtime
+_HEAD_TAIL = None  # capture.HeadTail: one job's capped output
+_FORMAT_ERROR = None  # the error line of an exception ("ValueError: bad")
+_FILTER_TB = None  # drops the sandbox's own frames from an exception's traceback
+_PROGRESS = None  # sends text as the active call's progress preview
+_JOB_TOKEN = None  # link.JOB: the grant token a job's thread sends
+_NS = None  # the session's globals, where code jobs run
+_LIMIT = 0  # a job's output cap, between two collections
 
 
 def route(stream, text):
@@ -64,104 +65,31 @@ def route(stream, text):
 
 
 class _Output:
-    """One job's bounded capture: head and tail ring between collections,
-    the whole output in a spill file once it exceeds the cap."""
+    """One job's capture: a HeadTail collected by drain(), plus the newest
+    output for progress previews. Thread-safe."""
 
     def __init__(self, n, limit):
-        self.path = "%s/job-%d.txt" % (SPILL_DIR, n)
-        self.limit = limit
-        self.half = limit // 2
         self.lock = threading.Lock()
-        self.total = 0
-        self.log = []  # everything, while total <= limit
-        self.spill = None  # a capture SpillFile once the output passed the cap
-        self.spill_error = None
+        self.out = _HEAD_TAIL(limit, "%s/job-%d.txt" % (SPILL_DIR, n), flush=True)
         self.recent = ""  # the newest output since the last drain, for progress previews
         self.seq = 0  # bumped on every write
         self.drained_seq = 0  # seq at the last drain
-        self._reset()
-
-    def _reset(self):
-        self.head = []
-        self.head_bytes = 0
-        self.tail = collections.deque()
-        self.tail_bytes = 0
-        self.dropped = 0
-        self.cut_stream = None
 
     def write(self, stream, text):
         if not text:
             return
-        data = text.encode("utf-8", "replace")
         with self.lock:
-            self.total += len(data)
             self.seq += 1
             self.recent = (self.recent + text[-RECENT_CHARS:])[-RECENT_CHARS:]
-            self._record(stream, text)
-            room = self.half - self.head_bytes
-            if room > 0:
-                head = data if len(data) <= room else _capture()._cut_head(data, room)
-                self.head.append((stream, head))
-                self.head_bytes += len(head)
-                data = data[len(head):]
-            if not data:
-                return
-            if self.cut_stream is None:
-                self.cut_stream = stream
-            self.tail.append([stream, data])
-            self.tail_bytes += len(data)
-            while self.tail_bytes > self.half:
-                extra = self.tail_bytes - self.half
-                first = self.tail[0]
-                if len(first[1]) <= extra:
-                    self.tail.popleft()
-                    cut = len(first[1])
-                else:
-                    kept = _capture()._cut_tail(first[1], len(first[1]) - extra)
-                    cut = len(first[1]) - len(kept)
-                    first[1] = kept
-                self.tail_bytes -= cut
-                self.dropped += cut
-
-    def _record(self, stream, text):
-        if self.spill is None and self.spill_error is None:
-            if self.total <= self.limit:
-                self.log.append((stream, text))
-                return
-            try:
-                os.makedirs(SPILL_DIR, exist_ok=True)
-                self.spill = _capture().SpillFile(self.path, SPILL_CAP, flush=True)
-            except OSError as e:
-                self.spill_error = e.strerror or str(e)
-                self.log = []
-                return
-            log, self.log = self.log, []
-            for s, t in log:
-                self._spill_write(s, t)
-        if self.spill is not None:
-            self._spill_write(stream, text)
-
-    def _spill_write(self, stream, text):
-        self.spill_error = self.spill.write(stream, text)
-        if self.spill_error is not None:
-            self.spill = None
+            self.out.write(stream, text)
 
     def drain(self):
         """The output since the last drain as (stream, text) runs, with an
         omission marker where the middle was cut."""
         with self.lock:
-            out = [(s, b.decode("utf-8", "replace")) for s, b in self.head]
-            if self.dropped:
-                marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.path)
-                if self.spill_error is not None:
-                    marker += "; full output not saved: " + self.spill_error
-                last = out[-1][1][-1:] if out else ""
-                out.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
-            out.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
-            self._reset()
             self.recent = ""
             self.drained_seq = self.seq
-            return out
+            return self.out.drain()
 
     def preview(self):
         """(seq, the newest output) for a progress preview."""
@@ -170,8 +98,7 @@ class _Output:
 
     def close(self):
         with self.lock:
-            if self.spill is not None:
-                self.spill.close()
+            self.out.close()
 
 
 class Job:
@@ -199,19 +126,19 @@ class Job:
                 self.id, time.monotonic() - self._started, self.id)
         took = self._ended - self._started
         if self._error is not None:
-            return "<Job %s: failed after %.1fs: %s>" % (self.id, took, _worker()._error_text(self._error))
+            return "<Job %s: failed after %.1fs: %s>" % (self.id, took, _FORMAT_ERROR(self._error))
         return "<Job %s: done in %.1fs>" % (self.id, took)
 
     def _run(self, target):
         _LOCAL.job = self
-        sys.modules["mcp._link"].JOB.set(self._token)
+        _JOB_TOKEN.set(self._token)
         try:
             self._value = target()
         except SystemExit as e:
             if e.code not in (None, 0):
                 self._error = e
         except BaseException as e:
-            _worker()._filter_tb(e)
+            _FILTER_TB(e)
             self._error = e
         finally:
             _LOCAL.job = None
@@ -258,7 +185,7 @@ def start(work, *args, **kwargs):
     is the value), a coroutine, or a callable called with args and kwargs
     (awaited when it returns an awaitable). Collect it with
     runtime.result(job) in this or a later call; it ends with the session."""
-    rt = sys.modules["mcp.runtime"]
+    rt = _RT
     if isinstance(work, str):
         pass
     elif inspect.iscoroutine(work):
@@ -272,7 +199,7 @@ def start(work, *args, **kwargs):
         n = _COUNT[0]
     # Built before the job is registered: a SyntaxError leaves no job behind.
     if isinstance(work, str):
-        target = _code_target(work, n, sys.modules["__main__"].__dict__)
+        target = _code_target(work, n, _NS)
     elif inspect.iscoroutine(work):
         def target():
             return _run_coroutine(work)
@@ -288,9 +215,7 @@ def start(work, *args, **kwargs):
         _forget_finished()
         if len(_JOBS) >= MAX_JOBS:
             raise rt.MCPError("Too many background jobs (%d running); collect or wait for one" % MAX_JOBS)
-        # Half the call cap, so a collection's head, marker and tail fit
-        # within the collecting call's own cap.
-        job = Job(n, _worker().BOOT["limits"]["maxOutputBytes"] // 2, token, grant)
+        job = Job(n, _LIMIT, token, grant)
         _JOBS[job.id] = job
     threading.Thread(target=job._run, args=(target,), name=job.id, daemon=True).start()
     return job
@@ -329,7 +254,7 @@ def _forget_finished():
 
 
 def _lookup(job):
-    rt = sys.modules["mcp.runtime"]
+    rt = _RT
     if isinstance(job, Job):
         return job
     key = "job-%d" % job if isinstance(job, int) and not isinstance(job, bool) else job
@@ -373,7 +298,7 @@ def _wait(job, wait):
             seq, text = job._out.preview()
             if seq != seen:
                 seen = seq
-                _worker().CAPTURE.job_progress(text)
+                _PROGRESS(text)
 
 
 def jobs():
@@ -382,8 +307,18 @@ def jobs():
         return list(_JOBS.values())
 
 
-def install(rt):
-    """Adds start, result and jobs to mcp.runtime."""
+def install(rt, head_tail, format_error, filter_tb, progress, job_token, namespace, call_limit):
+    """Adds start, result and jobs to rt (mcp.runtime) and keeps what the
+    jobs need: head_tail (capture.HeadTail), format_error(exc) (its error
+    line), filter_tb(exc) (drops the sandbox's frames), progress(text) (the
+    active call's progress preview), job_token (link.JOB), namespace (the
+    session's globals) and call_limit (a call's output cap in bytes)."""
+    global _RT, _HEAD_TAIL, _FORMAT_ERROR, _FILTER_TB, _PROGRESS, _JOB_TOKEN, _NS, _LIMIT
+    _RT, _HEAD_TAIL, _FORMAT_ERROR, _FILTER_TB = rt, head_tail, format_error, filter_tb
+    _PROGRESS, _JOB_TOKEN, _NS = progress, job_token, namespace
+    # Half the call cap, so a collection's head, marker and tail fit within
+    # the collecting call's own cap.
+    _LIMIT = call_limit // 2
     for fn in (start, result, jobs):
         setattr(rt, fn.__name__, fn)
         if fn.__name__ not in rt.__all__:

@@ -1,7 +1,7 @@
 """mcp.runtime: discovery helpers and server proxies inside the sandbox.
 
-LINK (the worker's frame link) and MANUAL are set by the worker before this
-module runs. Every failure raises MCPError, a RuntimeError subclass.
+LINK (the worker's frame link), MANUAL and TOOLCHECK (mcp._toolcheck, the
+saved-tool rules) are set by the worker before this module runs. Every failure raises MCPError, a RuntimeError subclass.
 
 It is over 500 lines on purpose: it is the module user code sees as
 `runtime`, so every documented name (runtime.__all__) is defined here,
@@ -334,7 +334,7 @@ def save_tool(func):
         raise MCPError("save_tool needs a function defined with def, not %s" % name, kind="invalid_arguments")
     # The same rules as at load (mcp._toolcheck); here they only give an
     # honest user the reason at once.
-    check = sys.modules["mcp._toolcheck"]
+    check = TOOLCHECK  # noqa: F821 (set by the worker)
     why = check.reserved_reason(name)
     if why:
         raise MCPError("Tool name '%s' is reserved by the sandbox (%s); rename the function" % (name, why),
@@ -445,7 +445,7 @@ def _load_user_tools(ns, reply=None):
             reply = _call("saved_tools", {})
         except MCPError as e:
             return ["saved tools were not loaded: %s" % e]
-    check = sys.modules["mcp._toolcheck"]
+    check = TOOLCHECK  # noqa: F821
     notes = list(reply.get("problems") or ())
     loaded = []
     old = signal.signal(signal.SIGALRM, _slow_load)

@@ -23,6 +23,7 @@ import types
 
 BOOT = None
 LINK = None
+RT = None  # mcp.runtime, once loaded
 CAP = None  # the capture module (capture.py)
 CAPTURE = None
 PUMP = None
@@ -50,9 +51,8 @@ def _fatal(message):
 
 def _mcp_error(message, **kw):
     # mcp.runtime defines MCPError; before it is loaded, fall back to RuntimeError.
-    rt = sys.modules.get("mcp.runtime")
-    if rt is not None:
-        return rt.MCPError(message, **kw)
+    if RT is not None:
+        return RT.MCPError(message, **kw)
     return RuntimeError(message)
 
 
@@ -182,7 +182,7 @@ class Runner:
         STATE.call = params.get("call")
         STATE.cell += 1
         n = STATE.cell
-        rt = sys.modules["mcp.runtime"]
+        rt = RT
         rt._begin_call(params)
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
@@ -339,7 +339,7 @@ class Runner:
     def _report(self, e):
         _filter_tb(e)
         try:
-            sys.modules["mcp.runtime"]._explain(e)
+            RT._explain(e)
         except Exception as err:  # the hint is a courtesy; the error itself must get out
             _diag("explaining %s failed: %r" % (type(e).__name__, err))
         if isinstance(e, SyntaxError):
@@ -405,7 +405,7 @@ def _load_display(rt, limits):
     global DISPLAY
     import builtins
     DISPLAY = _load_module("mcp._display", "display.py", BOOT["files"]["display.py"])
-    DISPLAY.install(DISPLAY.Images(LINK, limits.get("maxImages", 10), limits.get("maxImageBytes") or (1 << 20)), CAP._prune)
+    DISPLAY.install(DISPLAY.Images(LINK, limits.get("maxImages", 10), limits.get("maxImageBytes") or (1 << 20)), CAP._prune, rt)
     rt.display = DISPLAY.display
     builtins.display = DISPLAY.display
 
@@ -461,25 +461,29 @@ def main(boot, src, argv):
     sys.modules["mcp.servers"] = servers
     pkg.servers = servers
     # The saved-tool rules, loaded before any user code can replace them.
-    _load_module("mcp._toolcheck", "toolcheck.py", boot["files"]["toolcheck.py"])
+    toolcheck = _load_module("mcp._toolcheck", "toolcheck.py", boot["files"]["toolcheck.py"])
     rt = types.ModuleType("mcp.runtime")
     rt.__file__ = "<bridge/mcp_runtime.py>"
     rt.LINK = LINK
     rt.MANUAL = boot["files"].get("manual.md", "")
+    rt.TOOLCHECK = toolcheck
     sys.modules["mcp.runtime"] = rt
     exec(compile(boot["files"]["mcp_runtime.py"], rt.__file__, "exec"), rt.__dict__)
+    global RT
+    RT = rt
     pkg.runtime = rt
     for name in ("MCPError",):
         setattr(pkg, name, getattr(rt, name))
     _load_display(rt, limits)
     global JOBS
     JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
-    JOBS.install(rt)
+    runner = Runner()
+    JOBS.install(rt, CAP.HeadTail, format_error=_error_text, filter_tb=_filter_tb, progress=CAPTURE.job_progress,
+                 job_token=link.JOB, namespace=runner.ns, call_limit=limits["maxOutputBytes"])
     CAP.route = JOBS.route
 
     asyncio.run = _asyncio_run
     signal.signal(signal.SIGINT, _on_sigint)
-    runner = Runner()
     threading.Thread(target=LINK.read_loop, name="link", daemon=True).start()
     LINK.notify("ready", {"python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
     if LINK.execs.empty():  # a spare: its first call comes later
