@@ -38,6 +38,12 @@ func findRuntime(ctx context.Context, name, oci string) (cli string, probed *Run
 		return found[0], nil, nil
 	}
 	podman, docker := found[0], found[1]
+	// A docker CLI with no sign of a daemon (no DOCKER_HOST or
+	// DOCKER_CONTEXT, no context store, no default socket) cannot answer:
+	// podman is the runtime, and no bridge start pays `docker info`.
+	if !dockerDaemonPossible() {
+		return podman, nil, nil
+	}
 	// docker first: a daemon that is down answers in milliseconds, where
 	// `podman info` takes half a second. Only when docker answers does
 	// podman's answer decide between them.
@@ -50,6 +56,33 @@ func findRuntime(ctx context.Context, name, oci string) (cli string, probed *Run
 		return docker, &df, nil
 	}
 	return podman, &pf, nil
+}
+
+// dockerSocket is the Docker daemon's default endpoint; a variable so
+// tests can point it elsewhere.
+var dockerSocket = "/var/run/docker.sock"
+
+// dockerDaemonPossible reports whether the docker CLI could reach a daemon:
+// an endpoint is set (DOCKER_HOST, DOCKER_CONTEXT, a context store under
+// DOCKER_CONFIG or ~/.docker), or the default socket exists. Only then is
+// `docker info` worth its cost.
+func dockerDaemonPossible() bool {
+	if os.Getenv("DOCKER_HOST") != "" || os.Getenv("DOCKER_CONTEXT") != "" {
+		return true
+	}
+	cfg := os.Getenv("DOCKER_CONFIG")
+	if cfg == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg = filepath.Join(home, ".docker")
+		}
+	}
+	if cfg != "" {
+		if _, err := os.Stat(filepath.Join(cfg, "contexts", "meta")); err == nil {
+			return true
+		}
+	}
+	_, err := os.Stat(dockerSocket)
+	return err == nil
 }
 
 // CLIGlobalArgs are the flags that go before the subcommand of cli run

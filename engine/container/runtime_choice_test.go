@@ -49,6 +49,7 @@ func TestFindRuntimeAnswering(t *testing.T) {
 		want           string // base name of the chosen CLI
 		wantProbed     string // engine of the facts read while choosing, "" for none
 		wantErr        error
+		noEndpoint     bool // no sign of a docker daemon; otherwise DOCKER_HOST is set
 	}{
 		{name: "docker down, podman answers", podman: &cli{stdout: podmanUp}, docker: &cli{stderr: dockerDown, code: 1}, want: "podman"},
 		{name: "docker answers, podman does not", podman: &cli{stderr: "Error: cannot connect\n", code: 1}, docker: &cli{stdout: dockerUp},
@@ -57,6 +58,10 @@ func TestFindRuntimeAnswering(t *testing.T) {
 		{name: "none answers", podman: &cli{stderr: "Error: x\n", code: 1}, docker: &cli{stderr: dockerDown, code: 1}, want: "podman"},
 		{name: "only docker, down", docker: &cli{stderr: dockerDown, code: 1}, want: "docker"},
 		{name: "none", wantErr: ErrNoRuntime},
+		// No DOCKER_HOST, context or socket: docker is not asked at all,
+		// even a stub that would answer (its info would cost every start).
+		{name: "docker without a daemon endpoint is not asked", podman: &cli{stdout: podmanUp}, docker: &cli{stdout: dockerUp},
+			want: "podman", noEndpoint: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +78,15 @@ func TestFindRuntimeAnswering(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv("PATH", dir)
+			t.Setenv("DOCKER_CONTEXT", "")
+			t.Setenv("DOCKER_CONFIG", t.TempDir())
+			defer func(s string) { dockerSocket = s }(dockerSocket)
+			dockerSocket = filepath.Join(dir, "no-docker.sock")
+			if tt.noEndpoint {
+				t.Setenv("DOCKER_HOST", "")
+			} else {
+				t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "docker.sock"))
+			}
 			got, probed, err := findRuntime(context.Background(), "", "")
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
