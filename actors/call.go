@@ -136,6 +136,9 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 	}
+	callCtx, endCall := context.WithCancelCause(sb.life)
+	call.ctx = callCtx
+	defer endCall(errCallEnded)
 	sb.active.Store(call)
 	defer sb.reportDrops(n) // after the call is no longer active: what came in it is counted
 	defer func() {

@@ -227,8 +227,11 @@ func (c *Client) Ready(ctx context.Context) ([]ToolInfo, error) {
 
 // Call forwards tools/call with raw arguments and returns the raw result.
 // The wait is bounded by timeout; limit names the setting it came from, for
-// the timeout message (TMO-4).
-func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration, limit string) (json.RawMessage, error) {
+// the timeout message (TMO-4). The request carries its own progress token;
+// the server's progress for it goes to onProgress (nil: dropped) until Call
+// returns. A call abandoned before its reply (the timeout, or ctx ending) is
+// cancelled upstream with notifications/cancelled.
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration, limit string, onProgress func(UpstreamProgress)) (json.RawMessage, error) {
 	r, err := c.use(ctx)
 	if err != nil {
 		return nil, err
@@ -238,17 +241,32 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	id := r.conn.nextID()
+	token := fmt.Sprint(id.Value()) // the request id: unique among this connection's requests in flight
+	if onProgress != nil {
+		r.conn.progress.add(token, onProgress)
+		defer r.conn.progress.remove(token)
+	}
 	r.conn.inflight.Add(1)
-	res, err := r.conn.request(cctx, "tools/call", map[string]any{"name": tool, "arguments": args})
+	res, err := r.conn.requestID(cctx, id, "tools/call", map[string]any{
+		"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": token}})
 	r.conn.inflight.Add(-1)
 	if err == nil {
 		r.conn.served.Store(true)
 		return res, nil
 	}
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) && cctx.Err() != nil {
+		reason := fmt.Sprintf("timed out after %s (%s)", timeout.Round(time.Millisecond), limit)
+		if !timedOut {
+			reason = context.Cause(ctx).Error()
+		}
+		r.conn.cancelRequest(id, reason)
+	}
 	if why, ok := c.removed.Load().(string); ok {
 		return nil, errors.New(why)
 	}
-	var rpcErr *rpcError
 	if !errors.As(err, &rpcErr) && cctx.Err() == nil {
 		// A transport error: the child may be dying; its exit is reaped a
 		// moment later, and the error should name it.
@@ -260,7 +278,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 		return nil, fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, r.conn.exitDesc(), r.conn.stderrTail())
 	default:
 	}
-	if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if timedOut {
 		return nil, &callTimeoutError{fmt.Sprintf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)}
 	}
 	return nil, err

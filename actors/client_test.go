@@ -73,10 +73,10 @@ func TestClientRestartsCleanAfterPanic(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.Call(ctx, "echo", nil, 5*time.Second, "test"); err == nil {
+	if _, err := c.Call(ctx, "echo", nil, 5*time.Second, "test", nil); err == nil {
 		t.Fatal("the call the actor panicked on succeeded; want an error")
 	}
-	got, err := c.Call(ctx, "echo", nil, 5*time.Second, "test")
+	got, err := c.Call(ctx, "echo", nil, 5*time.Second, "test", nil)
 	if err != nil {
 		t.Fatalf("call after the restart: %v", err)
 	}

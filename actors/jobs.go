@@ -56,6 +56,7 @@ func (j *jobScopes) issue(scope Scope) string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	tok := hex.EncodeToString(b[:])
 	scope.Deadline = time.Time{}
+	scope.progress = nil // a job's progress goes to the call active when it comes (jobSink)
 	j.byToken[tok] = scope
 	j.byCall[scope.Call] = tok
 	j.order = append(j.order, tok)

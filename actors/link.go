@@ -158,6 +158,9 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 	if req.Params != nil {
 		params = *req.Params
 	}
+	if s.life != nil { // nil only in unit tests that build a sandbox by hand
+		ctx = s.life
+	}
 	tok, err := jobToken(req)
 	if err != nil {
 		return nil, err
@@ -170,6 +173,7 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		if req.Method == protocol.MethodJobScope { // a job's own job: the same grant
 			return protocol.JobScopeResult{Token: tok}, nil
 		}
+		scope.progress = jobSink{s}
 		return s.cfg.Router.ServeSandbox(ctx, scope, req.Method, params)
 	}
 	a := s.active.Load()
@@ -189,7 +193,12 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		}
 		return protocol.JobScopeResult{Token: s.jobs.issue(a.scope)}, nil
 	}
-	return s.cfg.Router.ServeSandbox(ctx, a.scope, req.Method, params)
+	scope := a.scope
+	scope.progress = a
+	if a.ctx != nil { // nil only in unit tests that build a call by hand
+		ctx = a.ctx
+	}
+	return s.cfg.Router.ServeSandbox(ctx, scope, req.Method, params)
 }
 
 // LinkError builds a link error with data.kind (LNK-6).

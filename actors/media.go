@@ -29,6 +29,10 @@ const (
 	maxNoteField   = 256
 	progressEvery  = 300 * time.Millisecond
 	heartbeatTicks = 10 // a notification at least every 3 s, even without output
+	// upstreamEvery coalesces the progress of inner calls: at most one
+	// notification per tick (10 a second), the newest message.
+	upstreamEvery = 100 * time.Millisecond
+	outputTicks   = int(progressEvery / upstreamEvery)
 )
 
 // imageMagic is the allow-list of image MIME types and their leading bytes
@@ -49,6 +53,28 @@ type media struct {
 	dropped             int    // image frames refused: over a cap or invalid
 	latest              string // the newest output, at most previewBytes
 	seq                 uint64 // bumped whenever latest changes
+	up                  string // the newest inner call progress not yet sent; "" when none
+	upKey               uint64 // the inner call up came from
+	upSeq               uint64 // bumped whenever up is set
+}
+
+// upstream records the newest progress message of inner call key; the
+// progress stream sends it on its next tick (upstreamSink).
+func (a *activeCall) upstream(key uint64, msg string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.media.up, a.media.upKey = msg, key
+	a.media.upSeq++
+}
+
+// ended drops the pending progress of inner call key, which returned:
+// nothing is reported for a call that ended.
+func (a *activeCall) ended(key uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.media.upKey == key {
+		a.media.up = ""
+	}
 }
 
 func newMedia(l protocol.Limits) media {
@@ -217,8 +243,10 @@ func progressFrom(ctx context.Context) ProgressFunc {
 }
 
 // streamProgress sends a progress notification whenever new output arrived
-// in the last progressEvery (so at most ~3 a second), and a heartbeat when
-// the call has been quiet for heartbeatTicks ticks. stop ends the goroutine
+// in the last progressEvery (so at most ~3 a second), a heartbeat when the
+// call has been quiet for heartbeatTicks such periods, and the newest
+// progress of its inner calls at most every upstreamEvery. One counter
+// numbers them all, so progress keeps increasing. stop ends the goroutine
 // and waits for it; nothing is sent after stop returns.
 func (a *activeCall) streamProgress(send ProgressFunc) (stop func()) {
 	done := make(chan struct{})
@@ -226,19 +254,34 @@ func (a *activeCall) streamProgress(send ProgressFunc) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(progressEvery)
+		t := time.NewTicker(upstreamEvery)
 		defer t.Stop()
-		var seen uint64
-		n, quiet := 0, 0
+		var seen, seenUp uint64
+		n, quiet, ticks := 0, 0, 0
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
 			}
+			ticks++
 			a.mu.Lock()
-			seq, latest := a.media.seq, a.media.latest
+			seq, latest, up, upSeq := a.media.seq, a.media.latest, a.media.up, a.media.upSeq
 			a.mu.Unlock()
+			if up == "" { // none, or its inner call ended
+				seenUp = upSeq
+			}
+			// New output waits at most one tick behind inner call
+			// progress: a server's stream cannot starve the output's.
+			outputTick := ticks%outputTicks == 0
+			if upSeq != seenUp && (!outputTick || seq == seen) {
+				seenUp, quiet, n = upSeq, 0, n+1
+				send(n, up)
+				continue
+			}
+			if !outputTick {
+				continue
+			}
 			if seq == seen {
 				if quiet++; quiet < heartbeatTicks {
 					continue

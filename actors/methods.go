@@ -356,7 +356,13 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
 		timeout = max(left, time.Millisecond)
 	}
-	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit)
+	var onProgress func(UpstreamProgress)
+	if sink := scope.progress; sink != nil {
+		key, label := innerCalls.Add(1), p.Server+"."+s.Aliases[i]
+		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
+		defer sink.ended(key)
+	}
+	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit, onProgress)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {

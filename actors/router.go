@@ -33,6 +33,9 @@ type Scope struct {
 	// count when the call ends (a loop of refused calls costs the log two
 	// lines, not one each). nil logs every refusal.
 	Refused *atomic.Int64
+	// progress receives the upstream progress of the call's tool calls;
+	// nil drops it.
+	progress upstreamSink
 }
 
 // RequestRouter serves box→host requests (list, docs, search, call_tool).

@@ -132,6 +132,11 @@ type sandbox struct {
 	servedOnce sync.Once
 
 	exited    <-chan struct{} // box.Exited()
+	// life is the context of the link's requests (serveRequest): close
+	// ends it, so the inner calls still in flight (a job's, or an abandoned
+	// call's) are cancelled upstream instead of running out their timeouts.
+	life    context.Context
+	endLife context.CancelCauseFunc
 	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
 	jobs      jobScopes  // grants of the calls that started background jobs (jobs.go)
@@ -151,6 +156,10 @@ type sandbox struct {
 // link goroutines: output is appended under mu.
 type activeCall struct {
 	scope Scope
+	// ctx is the context of the call's requests: it ends with the call, so
+	// an inner call the cell abandoned (interrupt, cancel, timeout) is
+	// cancelled upstream.
+	ctx context.Context
 
 	mu        sync.Mutex
 	output    []result.Chunk  // finished runs; the current run is in cur
@@ -217,6 +226,9 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	stream := protocol.NewLineStream(link, link, link, cfg.MaxFrame, s.log)
 	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
 	stream.OnSkip(s.dropped)
+	// Not the link's context: jsonrpc2 closes the link when it ends, and
+	// close hangs up politely first.
+	s.life, s.endLife = context.WithCancelCause(context.Background())
 	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(linkLogger{s}))
 	s.wg.Add(1)
 	go func() {
@@ -336,6 +348,7 @@ func (s *sandbox) kill() {
 // outside podman's records.
 func (s *sandbox) close() {
 	s.closeOnce.Do(func() {
+		s.endLife(errSandboxEnded)
 		polite := s.alive() && !s.linkStalled()
 		if polite {
 			wait := time.Second

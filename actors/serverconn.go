@@ -44,6 +44,7 @@ type serverConn struct {
 	inflight atomic.Int64
 	served   atomic.Bool
 	children ChildRegistry
+	progress progressRoutes // the progress tokens of calls in flight (upstream.go)
 
 	done      chan struct{} // closed when the process exits or the connection is lost
 	doneOnce  sync.Once
@@ -104,7 +105,16 @@ func (s *serverConn) stderrTail() string {
 // the raw result, so schemas keep their key order and arguments their
 // precision.
 func (s *serverConn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := mcp.NewRequestId(fmt.Sprintf("bridge-%d", s.ids.Add(1)))
+	return s.requestID(ctx, s.nextID(), method, params)
+}
+
+// nextID is a request id unique on this connection.
+func (s *serverConn) nextID() mcp.RequestId {
+	return mcp.NewRequestId(fmt.Sprintf("bridge-%d", s.ids.Add(1)))
+}
+
+// requestID is request with the id chosen by the caller.
+func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
 	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
 		return nil, err
@@ -224,11 +234,14 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return nil, nil, err
 	}
 	conn.mc.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == "notifications/tools/list_changed" {
+		switch n.Method {
+		case "notifications/tools/list_changed":
 			select {
 			case c.events <- listChanged{}:
 			default: // a refresh is already queued
 			}
+		case "notifications/progress":
+			conn.progress.deliver(n.Params.AdditionalFields)
 		}
 	})
 	type initResult struct {
