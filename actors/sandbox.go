@@ -131,13 +131,13 @@ type sandbox struct {
 	served     chan struct{}
 	servedOnce sync.Once
 
-	exited    <-chan struct{} // box.Exited()
+	exited <-chan struct{} // box.Exited()
 	// life is the context of the link's requests (serveRequest): close
 	// ends it, so the inner calls still in flight (a job's, or an abandoned
 	// call's) are cancelled upstream instead of running out their timeouts.
-	life    context.Context
-	endLife context.CancelCauseFunc
-	firstExec atomic.Bool     // an exec frame was built for this sandbox (it carries the saved tools)
+	life      context.Context
+	endLife   context.CancelCauseFunc
+	firstExec atomic.Bool // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
 	jobs      jobScopes  // grants of the calls that started background jobs (jobs.go)
 	drops     frameDrops // refused or dropped frames, logged as counts (drops.go)

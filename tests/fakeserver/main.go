@@ -26,7 +26,8 @@
 // tool_0000...; many-tools defaults to 2000), --structured, --sleep-start D,
 // --pidfile PATH, and the test knobs --page-size, --workers, --flood-rate,
 // --big-line-bytes, --ignore-sigterm, --ignore-eof (hang-init), --extra-tools
-// a,b (tools by those exact names, "/" and "." allowed, answering "called a").
+// a,b (tools by those exact names, "/" and "." allowed, answering "called a"),
+// --cancel-log PATH (records each notifications/cancelled received).
 package main
 
 import (
@@ -72,6 +73,7 @@ type options struct {
 	ignoreSigterm bool
 	ignoreEOF     bool
 	extraTools    string
+	cancelLog     string
 }
 
 func main() {
@@ -94,6 +96,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
+	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled received to this file, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -160,7 +163,16 @@ func run(args []string) int {
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(os.Stderr, "fakeserver "+o.name+": ", log.LstdFlags))
 	server.WithWorkerPoolSize(o.workers)(stdio)
-	if err := stdio.Listen(ctx, os.Stdin, out); err != nil && !errors.Is(err, context.Canceled) {
+	var in io.Reader = os.Stdin
+	if o.cancelLog != "" {
+		r, err := newCancelLogReader(os.Stdin, o.cancelLog)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "fakeserver: cancel-log: %v\n", err)
+			return 1
+		}
+		in = r
+	}
+	if err := stdio.Listen(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "fakeserver %s: %v\n", o.name, err)
 		return 1
 	}
