@@ -33,6 +33,7 @@ type pipeLauncher struct {
 
 	mu     sync.Mutex
 	starts []time.Time // when each sandbox was started, in order
+	boxes  []*pipeBox  // every sandbox started, in order
 }
 
 // boxScript is how one fake sandbox behaves.
@@ -60,14 +61,15 @@ func (l *pipeLauncher) Start(ctx context.Context, session string) (Sandbox, erro
 		return nil, script.noStart
 	}
 	n := l.started.Add(1)
-	l.mu.Lock()
-	l.starts = append(l.starts, time.Now())
-	l.mu.Unlock()
 	host, box := net.Pipe()
 	b := &pipeBox{
 		l: l, script: script, name: fmt.Sprintf("pipe-%s-%d", session, n), host: host, box: box,
 		exited: make(chan struct{}), killed: make(chan struct{}),
 	}
+	l.mu.Lock()
+	l.starts = append(l.starts, time.Now())
+	l.boxes = append(l.boxes, b)
+	l.mu.Unlock()
 	go b.serve()
 	return b, nil
 }
@@ -77,6 +79,13 @@ func (l *pipeLauncher) startTimes() []time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]time.Time(nil), l.starts...)
+}
+
+// box returns the i-th sandbox started (from 0).
+func (l *pipeLauncher) box(i int) *pipeBox {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.boxes[i]
 }
 
 func (l *pipeLauncher) StartError(logs string, code int) (error, bool) {
@@ -96,7 +105,8 @@ type pipeBox struct {
 	name      string
 	host, box net.Conn
 	exited    chan struct{}
-	code      int // written before exited is closed
+	code      int       // written before exited is closed
+	endedAt   time.Time // when it ended; written before exited is closed
 	killed    chan struct{}
 	killOnce  sync.Once
 }
@@ -106,6 +116,7 @@ const exitKilled = 137
 
 func (b *pipeBox) serve() {
 	defer close(b.exited)
+	defer func() { b.endedAt = time.Now() }()
 	defer b.box.Close()
 	if b.script.exit != 0 {
 		b.code = b.script.exit

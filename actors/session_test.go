@@ -264,3 +264,51 @@ func TestFailedSpareStartsFresh(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleSessionReaped: the reaper ends a session's sandbox, and the
+// spare, at the first tick after they were idle for longer than the idle
+// limit; the session's next call runs on a fresh sandbox and reports the
+// state loss (SES-3).
+func TestIdleSessionReaped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 5 * time.Second
+		l := &pipeLauncher{}
+		sup := quietSupervisor("sessions-test")
+		m := NewSessions(testConfig(l), sup, 2, idle)
+		sup.Add(m)
+		sup.Add(&Reaper{Sessions: m, Every: time.Second})
+		serveUntilCleanup(t, sup)
+		start, ctx := time.Now(), context.Background()
+		s, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func() result.Result {
+			req := newRequest(ctx, 10*time.Second)
+			if !s.Exec(ctx, req) {
+				t.Fatal("Exec refused")
+			}
+			return <-req.Reply
+		}
+		if got := call(); got.Status != result.StatusSuccess || got.StateLost {
+			t.Fatalf("first call: %s %q, state lost %v", got.Status, got.Error, got.StateLost)
+		}
+		time.Sleep(2 * idle)
+		// Box 0 is the spare the session adopted at once, box 1 the next
+		// spare, started spareSettle after the call: both idle out at the
+		// first tick more than idle after their last use.
+		for i, want := range []time.Duration{idle + time.Second, idle + time.Second} {
+			b := l.box(i)
+			if !isClosed(b.exited) {
+				t.Fatalf("%s still runs after %v idle", b.name, 2*idle)
+			}
+			if got := b.endedAt.Sub(start); got != want {
+				t.Errorf("%s ended %v after the call, want %v", b.name, got, want)
+			}
+		}
+		got := call()
+		if got.Status != result.StatusSuccess || !got.StateLost || got.LossReason != "idle for more than 5s" {
+			t.Errorf("call after the idle stop: %s %q, state lost %v (%q); want success reporting the idle loss", got.Status, got.Error, got.StateLost, got.LossReason)
+		}
+	})
+}
