@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -101,36 +102,30 @@ func TestHandleMedia(t *testing.T) {
 // TestStreamProgress checks the progress streamer: a notification when new
 // output arrived, counting up, the newest lines only, and nothing after stop.
 func TestStreamProgress(t *testing.T) {
-	a := &activeCall{limit: 1 << 20}
-	var mu sync.Mutex
-	var got []string
-	var ns []int
-	stop := a.streamProgress(func(n int, msg string) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &activeCall{limit: 1 << 20}
+		var mu sync.Mutex
+		var got []string
+		var ns []int
+		stop := a.streamProgress(func(n int, msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			ns = append(ns, n)
+			got = append(got, msg)
+		})
+		a.add(result.StreamStdout, "1\n2\n3\n4\n5\n6\n7\n")
+		time.Sleep(progressEvery)
+		synctest.Wait() // the first tick is handled
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
-		ns = append(ns, n)
-		got = append(got, msg)
-	})
-	a.add(result.StreamStdout, "1\n2\n3\n4\n5\n6\n7\n")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n > 0 || time.Now().After(deadline) {
-			break
+		if len(got) != 1 || got[0] != "3\n4\n5\n6\n7" || ns[0] != 1 {
+			t.Errorf("notifications %v %q at the first tick, want one: [1] \"3\\n4\\n5\\n6\\n7\"", ns, got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 || got[0] != "3\n4\n5\n6\n7" || ns[0] != 1 {
-		t.Errorf("notifications %v %q, want one: [1] \"3\\n4\\n5\\n6\\n7\"", ns, got)
-	}
-	if progressFrom(context.Background()) != nil {
-		t.Errorf("progressFrom without WithProgress is not nil")
-	}
+		if progressFrom(context.Background()) != nil {
+			t.Errorf("progressFrom without WithProgress is not nil")
+		}
+	})
 }
 
 // TestProgressMessage checks the message of a progress notification: the

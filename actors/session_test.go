@@ -2,10 +2,9 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -13,53 +12,6 @@ import (
 
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
-
-// fakeLauncher starts argv as every sandbox (none when argv is nil); Remove
-// waits for gate (when set) or its context, and counts the calls that
-// returned.
-type fakeLauncher struct {
-	argv     []string
-	gate     chan struct{}
-	n        atomic.Int64
-	returned atomic.Int64
-}
-
-func (f *fakeLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
-	return f.start(session, func(int64) []string { return f.argv })
-}
-
-// start starts the sandbox argv gives for the number of this start.
-func (f *fakeLauncher) start(session string, argv func(n int64) []string) (Sandbox, error) {
-	if f.argv == nil {
-		return nil, errors.New("no sandbox in this test")
-	}
-	n := f.n.Add(1)
-	return startProcBox(argv(n), fmt.Sprintf("fake-%s-%d", session, n), f.remove)
-}
-
-func (f *fakeLauncher) remove(ctx context.Context) {
-	if f.gate != nil {
-		select {
-		case <-f.gate:
-		case <-ctx.Done():
-		}
-	}
-	f.returned.Add(1)
-}
-
-func (f *fakeLauncher) StartError(stderr string, code int) (error, bool) {
-	return fmt.Errorf("fake sandbox exited with code %d", code), false
-}
-
-// fakeSandboxScript answers the boot frame with ready and the first exec
-// with success (echoing its random id), then stops reading (and ignores
-// stdin EOF) until killed.
-const fakeSandboxScript = `read -r boot
-printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
-read -r exec
-id=$(printf '%s' "$exec" | sed -n 's/.*"id":\("exec-[0-9a-f]*"\).*/\1/p')
-printf '{"jsonrpc":"2.0","id":%s,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}\n' "$id"
-exec sleep 60`
 
 func testConfig(l Launcher) *SandboxConfig {
 	return &SandboxConfig{Launcher: l, MaxFrame: 1 << 20, MaxOutput: 1 << 10, StartTimeout: 2 * time.Second, Log: zerolog.Nop()}
@@ -99,226 +51,264 @@ func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {
 // before it was evicted still gets exactly one reply; the evicted session
 // is done and refuses to queue the call itself (issue 14).
 func TestEvictedSessionAnswersEveryCall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	m := startSessions(t, testConfig(&fakeLauncher{}), 1)
-	a, err := m.Get(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Get(ctx, "b"); err != nil { // evicts the idle "a"
-		t.Fatal(err)
-	}
-	select {
-	case <-a.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the evicted session is not done")
-	}
-	req := newRequest(ctx, 5*time.Second)
-	if !a.Exec(ctx, req) {
-		t.Fatal("Exec refused a call while its context is live")
-	}
-	select {
-	case got := <-req.Reply:
-		if want := "no sandbox in this test"; got.Status != result.StatusError || got.Error != want {
-			t.Errorf("got %s %q, want the error of a replacement session's start %q", got.Status, got.Error, want)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := startSessions(t, testConfig(&pipeLauncher{script: noSandbox}), 1)
+		a, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a call to the evicted session never got a reply")
-	}
-	select {
-	case got := <-req.Reply:
-		t.Fatalf("a second reply: %+v", got)
-	default:
-	}
+		if _, err := m.Get(ctx, "b"); err != nil { // evicts the idle "a"
+			t.Fatal(err)
+		}
+		select {
+		case <-a.Done():
+		default:
+			t.Fatal("the evicted session is not done when the eviction returned")
+		}
+		req := newRequest(ctx, 5*time.Second)
+		if !a.Exec(ctx, req) {
+			t.Fatal("Exec refused a call while its context is live")
+		}
+		select {
+		case got := <-req.Reply:
+			if want := errNoSandbox.Error(); got.Status != result.StatusError || got.Error != want {
+				t.Errorf("got %s %q, want the error of a replacement session's start %q", got.Status, got.Error, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call to the evicted session never got a reply")
+		}
+		synctest.Wait()
+		select {
+		case got := <-req.Reply:
+			t.Fatalf("a second reply: %+v", got)
+		default:
+		}
+	})
 }
 
 // TestQueuedCallOwnDeadline: a queued call whose timeout is shorter than
 // the one ahead of it times out at its own deadline, while the running call
-// is still running (TMO-1, issue 14).
+// is still running and ends unaffected (TMO-1, issue 14).
 func TestQueuedCallOwnDeadline(t *testing.T) {
-	cfg := testConfig(&fakeLauncher{argv: []string{"sleep", "30"}}) // never ready
-	s := NewSession("q", cfg, nil, 0, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	first := newRequest(ctx, 20*time.Second)
-	long := newRequest(ctx, 20*time.Second)
-	short := newRequest(ctx, time.Second)
-	for _, req := range []*ExecRequest{first, long, short} {
-		if !s.Exec(ctx, req) {
-			t.Fatal("Exec refused")
+	synctest.Test(t, func(t *testing.T) {
+		const execTime = 10 * time.Second
+		cfg := testConfig(&pipeLauncher{script: func(int64) boxScript { return boxScript{execTime: execTime} }})
+		s := NewSession("q", cfg, nil, 0, "")
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = s.Serve(ctx)
+		}()
+		defer func() {
+			cancel()
+			<-served
+		}()
+		start := time.Now()
+		first := newRequest(ctx, 20*time.Second)
+		long := newRequest(ctx, 20*time.Second)
+		short := newRequest(ctx, time.Second)
+		for _, req := range []*ExecRequest{first, long, short} {
+			if !s.Exec(ctx, req) {
+				t.Fatal("Exec refused")
+			}
 		}
-	}
-	select {
-	case got := <-short.Reply:
-		if got.Status != result.StatusTimeout {
-			t.Errorf("short queued call: %s %q, want a timeout", got.Status, got.Error)
+		select {
+		case got := <-short.Reply:
+			if got.Status != result.StatusTimeout {
+				t.Errorf("short queued call: %s %q, want a timeout", got.Status, got.Error)
+			}
+			if got, want := time.Since(start), time.Second; got != want {
+				t.Errorf("short queued call answered after %v, want %v (its own timeout)", got, want)
+			}
+		case got := <-first.Reply:
+			t.Fatalf("the running call ended (%q) before the queued call with a 1 s timeout was answered", got.Error)
 		}
-	case got := <-first.Reply:
-		t.Fatalf("the running call ended (%q) before the queued call with a 1 s timeout was answered", got.Error)
-	}
-	<-first.Reply
+		for _, tc := range []struct {
+			name string
+			req  *ExecRequest
+			at   time.Duration
+		}{{"first", first, execTime}, {"long", long, 2 * execTime}} {
+			got := <-tc.req.Reply
+			if got.Status != result.StatusSuccess {
+				t.Errorf("%s call: %s %q, want success", tc.name, got.Status, got.Error)
+			}
+			if got := time.Since(start); got != tc.at {
+				t.Errorf("%s call ended after %v, want %v", tc.name, got, tc.at)
+			}
+		}
+	})
 }
 
 // TestEvictionDoesNotBlockManager: evicting a session whose sandbox takes
 // long to stop does not stall the manager: the call that caused the
-// eviction gets its session while that stop is still in progress (issue 14).
+// eviction gets its session at once, while that stop is still in progress
+// (issue 14).
 func TestEvictionDoesNotBlockManager(t *testing.T) {
-	l := &fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}, gate: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	m := startSessions(t, testConfig(l), 1)
-	t.Cleanup(func() { close(l.gate) }) // runs before the manager stops
-	a, err := m.Get(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := newRequest(ctx, 20*time.Second)
-	a.Exec(ctx, req)
-	if got := <-req.Reply; got.Status != result.StatusSuccess {
-		t.Fatalf("call in a: %s %q", got.Status, got.Error)
-	}
-	before := l.returned.Load()
-	if _, err := m.Get(ctx, "b"); err != nil { // evicts "a", whose container removal hangs
-		t.Fatal(err)
-	}
-	if got := l.returned.Load(); got != before {
-		t.Fatalf("Get returned only after the evicted sandbox's removal (%d removals returned); the manager waited for it", got-before)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		// Stubborn boxes: a polite stop waits in vain, then the kill, then
+		// a container removal that hangs until the test ends.
+		l := &pipeLauncher{script: func(int64) boxScript { return boxScript{stubborn: true} }, gate: make(chan struct{})}
+		ctx := context.Background()
+		m := startSessions(t, testConfig(l), 1)
+		t.Cleanup(func() { close(l.gate) }) // runs before the manager stops
+		a, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := newRequest(ctx, 20*time.Second)
+		a.Exec(ctx, req)
+		if got := <-req.Reply; got.Status != result.StatusSuccess {
+			t.Fatalf("call in a: %s %q", got.Status, got.Error)
+		}
+		before, asked := l.removed.Load(), time.Now()
+		if _, err := m.Get(ctx, "b"); err != nil { // evicts "a", whose container removal hangs
+			t.Fatal(err)
+		}
+		if got := time.Since(asked); got != 0 {
+			t.Errorf("Get took %v while the evicted sandbox stopped; want no time at all", got)
+		}
+		if got := l.removed.Load(); got != before {
+			t.Fatalf("Get returned only after the evicted sandbox's removal (%d removals returned); the manager waited for it", got-before)
+		}
+	})
 }
 
-// slowFirstCallScript is fakeSandboxScript whose first call takes 600 ms.
-const slowFirstCallScript = `read -r boot
-printf '%s\n' '{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}'
-read -r exec
-sleep 0.6
-id=$(printf '%s' "$exec" | sed -n 's/.*"id":\("exec-[0-9a-f]*"\).*/\1/p')
-printf '{"jsonrpc":"2.0","id":%s,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}\n' "$id"
-exec sleep 60`
-
 // TestSpareReplacedAfterFirstCall: the spare that replaces an adopted one
-// starts once the adopted one has served its first call, not beside it
-// (a container start slowed that call), and never with SingleUse.
+// starts once the adopted one has served its first call (plus
+// spareSettle), or spareDelay after it was ready when that call runs
+// longer, not beside it (a container start slowed that call); and never
+// with SingleUse.
 func TestSpareReplacedAfterFirstCall(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		t.Run(fmt.Sprintf("SingleUse=%v", single), func(t *testing.T) {
-			l := &fakeLauncher{argv: []string{"sh", "-c", slowFirstCallScript}}
-			sup := suture.New("sessions-test", suture.Spec{EventHook: func(suture.Event) {}})
-			m := NewSessions(testConfig(l), sup, 4, 0)
-			m.SingleUse = single
-			sup.Add(m)
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := sup.ServeBackground(ctx)
-			defer func() {
-				cancel()
-				<-errc
-			}()
-			time.Sleep(300 * time.Millisecond) // the spare is ready
-			s, err := m.Get(ctx, "a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := newRequest(ctx, 10*time.Second)
-			if !s.Exec(ctx, req) {
-				t.Fatal("call not queued")
-			}
-			time.Sleep(300 * time.Millisecond)
-			if n := l.n.Load(); n != 1 {
-				t.Errorf("%d containers started while the adopted spare's first call ran; want 1", n)
-			}
-			if r := <-req.Reply; r.Status != result.StatusSuccess {
-				t.Fatalf("call: %+v", r)
-			}
-			want := int64(2)
-			if single {
-				want = 1
-				time.Sleep(spareDelay + 200*time.Millisecond)
-			}
-			deadline := time.Now().Add(5 * time.Second)
-			for l.n.Load() < want && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if n := l.n.Load(); n != want {
-				t.Errorf("%d containers started after the first call; want %d", n, want)
-			}
+	for _, tc := range []struct {
+		name     string
+		single   bool
+		execTime time.Duration
+		next     time.Duration // when the next spare starts, from the call; 0 for never
+	}{
+		{"quick first call", false, 600 * time.Millisecond, 600*time.Millisecond + spareSettle},
+		{"slow first call", false, 3 * time.Second, spareDelay},
+		{"SingleUse", true, 600 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := &pipeLauncher{script: func(int64) boxScript { return boxScript{execTime: tc.execTime} }}
+				sup := quietSupervisor("sessions-test")
+				m := NewSessions(testConfig(l), sup, 4, 0)
+				m.SingleUse = tc.single
+				sup.Add(m)
+				serveUntilCleanup(t, sup)
+				synctest.Wait() // the spare is ready
+				ctx := context.Background()
+				s, err := m.Get(ctx, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				called := time.Now()
+				req := newRequest(ctx, 10*time.Second)
+				if !s.Exec(ctx, req) {
+					t.Fatal("call not queued")
+				}
+				if r := <-req.Reply; r.Status != result.StatusSuccess {
+					t.Fatalf("call: %+v", r)
+				}
+				time.Sleep(spareDelay + time.Second)
+				starts := l.startTimes()
+				want := 2
+				if tc.next == 0 {
+					want = 1
+				}
+				if len(starts) != want {
+					t.Fatalf("%d containers started; want %d", len(starts), want)
+				}
+				if want == 2 {
+					if got := starts[1].Sub(called); got != tc.next {
+						t.Errorf("the next spare started %v after the call, want %v", got, tc.next)
+					}
+				}
+			})
 		})
 	}
 }
 
-// spareFailsLauncher gives its first sandbox (the spare) a process that
-// exits at once, and every later one a working sandbox.
-type spareFailsLauncher struct{ fakeLauncher }
-
-func (f *spareFailsLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
-	return f.start(session, func(n int64) []string {
-		if n == 1 {
-			return []string{"sh", "-c", "exit 3"}
-		}
-		return f.argv
-	})
-}
-
 // TestFailedSpareStartsFresh: a call whose spare failed to start gets a
-// fresh sandbox, not the spare's error.
+// fresh sandbox, not the spare's error; nor the spare itself when its
+// failure asks for a retry, as the engine does after it changed the OCI
+// runtime.
 func TestFailedSpareStartsFresh(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l := &spareFailsLauncher{fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}}}
-	m := startSessions(t, testConfig(l), 2)
-	s, err := m.Get(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := newRequest(ctx, 10*time.Second)
-	if !s.Exec(ctx, req) {
-		t.Fatal("Exec refused")
-	}
-	select {
-	case got := <-req.Reply:
-		if got.Status != result.StatusSuccess {
-			t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no reply")
+	for _, retry := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The first sandbox (the spare) exits at once.
+				l := &pipeLauncher{retry: retry, script: func(n int64) boxScript {
+					if n == 1 {
+						return boxScript{exit: 3}
+					}
+					return boxScript{}
+				}}
+				ctx := context.Background()
+				m := startSessions(t, testConfig(l), 2)
+				s, err := m.Get(ctx, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				req := newRequest(ctx, 10*time.Second)
+				if !s.Exec(ctx, req) {
+					t.Fatal("Exec refused")
+				}
+				if got := <-req.Reply; got.Status != result.StatusSuccess {
+					t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
+				}
+			})
+		})
 	}
 }
 
-// spareRetryLauncher is spareFailsLauncher whose failed spare asks for a
-// retry, as the engine does after it changed the OCI runtime: the call
-// must get a fresh sandbox, never the dead spare.
-type spareRetryLauncher struct{ spareFailsLauncher }
-
-func (f *spareRetryLauncher) StartError(stderr string, code int) (error, bool) { return nil, true }
-
-// TestSpareRetryStartsFresh: a spare whose failure asks for a retry is not
-// taken for ready.
-func TestSpareRetryStartsFresh(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	l := &spareRetryLauncher{spareFailsLauncher{fakeLauncher{argv: []string{"sh", "-c", fakeSandboxScript}}}}
-	m := startSessions(t, testConfig(l), 2)
-	s, err := m.Get(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := newRequest(ctx, 10*time.Second)
-	if !s.Exec(ctx, req) {
-		t.Fatal("Exec refused")
-	}
-	select {
-	case got := <-req.Reply:
-		if got.Status != result.StatusSuccess {
-			t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
+// TestIdleSessionReaped: the reaper ends a session's sandbox, and the
+// spare, at the first tick after they were idle for longer than the idle
+// limit; the session's next call runs on a fresh sandbox and reports the
+// state loss (SES-3).
+func TestIdleSessionReaped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 5 * time.Second
+		l := &pipeLauncher{}
+		sup := quietSupervisor("sessions-test")
+		m := NewSessions(testConfig(l), sup, 2, idle)
+		sup.Add(m)
+		sup.Add(&Reaper{Sessions: m, Every: time.Second})
+		serveUntilCleanup(t, sup)
+		start, ctx := time.Now(), context.Background()
+		s, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no reply")
-	}
+		call := func() result.Result {
+			req := newRequest(ctx, 10*time.Second)
+			if !s.Exec(ctx, req) {
+				t.Fatal("Exec refused")
+			}
+			return <-req.Reply
+		}
+		if got := call(); got.Status != result.StatusSuccess || got.StateLost {
+			t.Fatalf("first call: %s %q, state lost %v", got.Status, got.Error, got.StateLost)
+		}
+		time.Sleep(2 * idle)
+		// Box 0 is the spare the session adopted at once, box 1 the next
+		// spare, started spareSettle after the call: both idle out at the
+		// first tick more than idle after their last use.
+		for i, want := range []time.Duration{idle + time.Second, idle + time.Second} {
+			b := l.box(i)
+			if !isClosed(b.exited) {
+				t.Fatalf("%s still runs after %v idle", b.name, 2*idle)
+			}
+			if got := b.endedAt.Sub(start); got != want {
+				t.Errorf("%s ended %v after the call, want %v", b.name, got, want)
+			}
+		}
+		got := call()
+		if got.Status != result.StatusSuccess || !got.StateLost || got.LossReason != "idle for more than 5s" {
+			t.Errorf("call after the idle stop: %s %q, state lost %v (%q); want success reporting the idle loss", got.Status, got.Error, got.StateLost, got.LossReason)
+		}
+	})
 }
