@@ -61,16 +61,30 @@ func startClient(t *testing.T, spec ServerSpec, onTools func(name, hash string, 
 	return c
 }
 
+// knownStore has a (empty) catalog for every server, so a client starts its
+// server on first use, not in the background as soon as it runs.
+type knownStore struct{ noStore }
+
+func (knownStore) Load(string) ([]ToolInfo, bool) { return nil, true }
+
 // TestClientRestartsCleanAfterPanic: suture restarts a client actor that
 // panicked; the restarted actor starts a fresh connection instead of handing
 // callers the one its last run closed (issue 14).
 func TestClientRestartsCleanAfterPanic(t *testing.T) {
 	var panicked atomic.Bool
-	c := startClient(t, fakeHTTPServer(t), func(string, string, []ToolInfo) {
-		if panicked.CompareAndSwap(false, true) {
-			panic("test: the actor panics while its server starts")
-		}
-	})
+	// A disk catalog, so the server starts on the call below only: without
+	// one the actor starts it in the background at once, and the panic
+	// could come (and the restart end) before the call is made.
+	deps := &ClientDeps{StartTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, Store: knownStore{}, Log: zerolog.Nop(),
+		OnTools: func(string, string, []ToolInfo) {
+			if panicked.CompareAndSwap(false, true) {
+				panic("test: the actor panics while its server starts")
+			}
+		}}
+	c := NewClient(fakeHTTPServer(t), deps)
+	sup := quietSupervisor("client-test")
+	sup.Add(c)
+	serveUntilCleanup(t, sup)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := c.Call(ctx, "echo", nil, 5*time.Second, "test", nil); err == nil {
