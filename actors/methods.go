@@ -297,8 +297,8 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	s := cat.Server(p.Server)
 	if s == nil {
-		if why := r.notLoaded(p.Server); why != "" {
-			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, why)
+		if err := r.notLoadedError(p.Server); err != nil {
+			return nil, err
 		}
 	}
 	if !contains(scope.Servers, p.Server) || s == nil {

@@ -10,11 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bridge-mcp/bridge/protocol/alias"
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
+	"github.com/bridge-mcp/bridge/protocol/alias"
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
@@ -142,6 +142,15 @@ func (r *Router) notLoaded(name string) string {
 	return ""
 }
 
+// notLoadedError is the link error for a configured server that is not in
+// the catalog (see notLoaded), or nil when name is not such a server.
+func (r *Router) notLoadedError(name string) error {
+	if why := r.notLoaded(name); why != "" {
+		return LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, why)
+	}
+	return nil
+}
+
 // catalogSource is what a catalog is built from. Its maps are the
 // sender's copies: the router reads them on its own goroutine.
 type catalogSource struct {
@@ -222,8 +231,13 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 	if len(names) == 0 {
 		return nil, nil, nil
 	}
-	for _, n := range names {
-		if cat.Server(n) == nil && r.notLoaded(n) == "" {
+	// Why each name without a catalog entry is not loaded: "" for a typo.
+	why := make([]string, len(names))
+	for i, n := range names {
+		if cat.Server(n) != nil {
+			continue
+		}
+		if why[i] = r.notLoaded(n); why[i] == "" {
 			return nil, nil, errors.New(r.unknownServer(cat, n))
 		}
 	}
@@ -235,7 +249,7 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 	for i, n := range names {
 		s := cat.Server(n)
 		if s == nil {
-			errs[i] = errors.New(r.notLoaded(n))
+			errs[i] = errors.New(why[i])
 			// Its alias is computed beside the live servers', so it cannot
 			// take the name of a granted server's proxy.
 			aliases := alias.Servers(append(cat.Names(), n))
@@ -283,8 +297,8 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name string) (*CatalogServer, error) {
 	s := cat.Server(name)
 	if s == nil {
-		if why := r.notLoaded(name); why != "" {
-			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, why)
+		if err := r.notLoadedError(name); err != nil {
+			return nil, err
 		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, r.unknownServer(cat, name))
 	}
