@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,9 @@ type ServerSpec struct {
 	URL         string
 	Headers     map[string]string
 	Hash        string // config hash; keys the disk catalog and the reload diff
+	// Transport, for http and sse, carries the server's sign-in (engine/oauth);
+	// nil: plain HTTP.
+	Transport http.RoundTripper
 }
 
 // ToolInfo is one tool as a server listed it: the raw JSON object and the

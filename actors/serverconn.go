@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -345,10 +346,17 @@ func (c *Client) spawn(conn *serverConn) error {
 // headers (CFG-3); a lost connection counts as a crash.
 func (c *Client) dialHTTP(ctx context.Context, conn *serverConn) error {
 	var err error
+	sseOpts := []transport.ClientOption{client.WithHeaders(c.spec.Headers)}
+	httpOpts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(c.spec.Headers)}
+	if c.spec.Transport != nil {
+		hc := &http.Client{Transport: c.spec.Transport}
+		sseOpts = append(sseOpts, transport.WithHTTPClient(hc))
+		httpOpts = append(httpOpts, transport.WithHTTPBasicClient(hc))
+	}
 	if c.spec.Type == "sse" {
-		conn.mc, err = client.NewSSEMCPClient(c.spec.URL, client.WithHeaders(c.spec.Headers))
+		conn.mc, err = client.NewSSEMCPClient(c.spec.URL, sseOpts...)
 	} else {
-		conn.mc, err = client.NewStreamableHttpClient(c.spec.URL, transport.WithHTTPHeaders(c.spec.Headers))
+		conn.mc, err = client.NewStreamableHttpClient(c.spec.URL, httpOpts...)
 	}
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/container"
 	"github.com/bridge-mcp/bridge/engine/local"
+	"github.com/bridge-mcp/bridge/engine/oauth"
 	"github.com/bridge-mcp/bridge/engine/owner"
 	"github.com/bridge-mcp/bridge/engine/render"
 	"github.com/bridge-mcp/bridge/engine/store"
@@ -54,6 +55,7 @@ type Engine struct {
 	optsOnce   sync.Once
 	opts       config.Options // set once by configOptions
 	stamper    config.Stamper
+	signIn     atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -185,7 +187,7 @@ func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	for _, w := range set.Warnings {
 		e.Log.Info().Msg(w)
 	}
-	specs := specsFrom(set, e.getenv)
+	specs := e.withAuth(set, specsFrom(set, e.getenv))
 	live := map[string]bool{}
 	for _, s := range specs {
 		live[s.Hash] = true

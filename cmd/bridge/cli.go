@@ -88,6 +88,10 @@ func commandTable() []command {
 		{"doctor", "[--json] [--server NAME]", "check the runtime, image, state dir, config files and servers",
 			"Prints one `OK|WARN|FAIL <check>: <detail>` line per check; exits 1 when any check FAILs.",
 			(*Main).doctorCmd},
+		{"auth", "(login NAME [flags] | status | logout NAME)", "sign in to remote MCP servers that require OAuth",
+			"login runs the browser sign-in for a configured http/sse server and stores its tokens;\n" +
+				"status lists what is stored; logout removes a server's tokens.",
+			(*Main).authCmd},
 		{"image", "build [flags]", "build the sandbox image",
 			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.",
 			(*Main).imageCmd},

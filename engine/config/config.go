@@ -47,6 +47,7 @@ type Entry struct {
 	Cwd         string
 	URL         string // an http or https URL, non-empty for http and sse
 	Headers     map[string]string
+	OAuth       *OAuth // http and sse only; nil without an "oauth" block
 	Description string // the entry's when non-empty, else the file-level description, else ""
 	// Hash is the hex SHA-256 of the normalized entry: type, command, args,
 	// env, cwd, url and headers, but not name, file or description. It does

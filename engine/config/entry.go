@@ -89,7 +89,7 @@ func parseEntry(name string, raw any, fileDesc string) (e Entry, disabled bool, 
 		if err := noNUL(e); err != nil {
 			return e, false, nil, err
 		}
-		ignored = present(o, "url", "headers")
+		ignored = present(o, "url", "headers", "oauth")
 		e.URL, e.Headers = "", nil
 		return e, false, ignored, nil
 	}
@@ -98,6 +98,9 @@ func parseEntry(name string, raw any, fileDesc string) (e Entry, disabled bool, 
 	}
 	if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return e, false, nil, fmt.Errorf(`"url" must be an http:// or https:// URL, not %q`, e.URL)
+	}
+	if e.OAuth, err = parseOAuth(o); err != nil {
+		return e, false, nil, err
 	}
 	ignored = present(o, "command", "args", "env", "cwd")
 	e.Command, e.Args, e.Env, e.Cwd = "", nil, nil, ""

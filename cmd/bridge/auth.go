@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/oauth"
+)
+
+// authCmd is `bridge auth login|status|logout`: sign-in to remote MCP
+// servers that require OAuth.
+func (m *Main) authCmd(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		return m.usage("auth: want a subcommand: login NAME, status or logout NAME (bridge auth --help)")
+	}
+	switch args[0] {
+	case "-h", "--help", "-help":
+		m.commandHelp("auth", flag.NewFlagSet("auth", flag.ContinueOnError))
+		return 0
+	case "login":
+		return m.authLogin(ctx, args[1:])
+	case "status":
+		return m.authStatus(ctx, args[1:])
+	case "logout":
+		return m.authLogout(ctx, args[1:])
+	}
+	return m.usage("auth: unknown subcommand %q: want login NAME, status or logout NAME (bridge auth --help)", args[0])
+}
+
+// authEntry finds the http or sse server name in the configuration.
+func (m *Main) authEntry(e *engine.Engine, sub, name string) (config.Entry, int, bool) {
+	set := e.Entries()
+	var names []string
+	for _, en := range set.Entries {
+		if en.Name == name {
+			if en.Type != config.TypeHTTP && en.Type != config.TypeSSE {
+				return en, m.usage("auth %s: server %q is a %s server; only http and sse servers sign in", sub, name, en.Type), false
+			}
+			return en, 0, true
+		}
+		if en.Type == config.TypeHTTP || en.Type == config.TypeSSE {
+			names = append(names, en.Name)
+		}
+	}
+	return config.Entry{}, m.usage("auth %s: no configured server %q (http servers: %v; bridge doctor lists them)", sub, name, names), false
+}
+
+func (m *Main) authLogin(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("auth login", flag.ContinueOnError)
+	scope := fs.String("scope", "", "extra `SCOPES` to ask for, space-separated")
+	noBrowser := fs.Bool("no-browser", false, "do not open a browser or listen for the redirect: paste the URL the browser was sent to (SSH, headless hosts)")
+	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the browser")
+	pos, code, ok := m.parse("auth login", fs, args, 1)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return m.usage("auth login: want the server NAME: bridge auth login NAME (bridge auth --help)")
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
+	en, code, ok := m.authEntry(e, "login", pos[0])
+	if !ok {
+		return code
+	}
+	ui := &oauth.Interaction{Out: m.Stderr, Timeout: *timeout, Open: oauth.Opener(m.Getenv)}
+	if *noBrowser {
+		ui.Open, ui.Paste = nil, m.Stdin
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout*oauth.MaxAttempts+time.Minute)
+	defer cancel()
+	res, err := oauth.Login(ctx, en, e.Tokens(), ui, *scope)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: auth login %s: %v\n", en.Name, err)
+		return 1
+	}
+	switch {
+	case res.SignedIn:
+		fmt.Fprintf(m.Stdout, "signed in to %s%s\n", en.Name, describe(res.Record))
+	default:
+		fmt.Fprintf(m.Stdout, "%s asked for no sign-in; nothing to do\n", en.Name)
+	}
+	return 0
+}
+
+// describe is " (scope …, until …)" for a record; never a token.
+func describe(r *oauth.Record) string {
+	if r == nil {
+		return ""
+	}
+	s := ""
+	if r.Scope != "" {
+		s += "scope " + r.Scope
+	}
+	if !r.ExpiresAt.IsZero() {
+		if s != "" {
+			s += ", "
+		}
+		s += "until " + r.ExpiresAt.Local().Format("2006-01-02 15:04")
+		if r.RefreshToken != "" {
+			s += ", refreshed automatically"
+		}
+	}
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+func (m *Main) authStatus(_ context.Context, args []string) int {
+	fs := flag.NewFlagSet("auth status", flag.ContinueOnError)
+	if _, code, ok := m.parse("auth status", fs, args, 0); !ok {
+		return code
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
+	printStatus(m.Stdout, e)
+	return 0
+}
+
+// printStatus lists every http server with what the token store holds for
+// it; it reads files only (bridge doctor asks the servers).
+func printStatus(w io.Writer, e *engine.Engine) {
+	store := e.Tokens()
+	n := 0
+	for _, en := range e.Entries().Entries {
+		if en.Type != config.TypeHTTP && en.Type != config.TypeSSE {
+			continue
+		}
+		n++
+		t, err := oauth.New(en.Name, en.URL, en.OAuth, store, nil)
+		if err != nil {
+			continue
+		}
+		rec, err := store.Load(en.Name, t.Canonical())
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "%s: token file unreadable (%v); run: bridge auth login %s\n", en.Name, err, en.Name)
+		case rec == nil || (rec.AccessToken == "" && rec.RefreshToken == ""):
+			fmt.Fprintf(w, "%s: not signed in (bridge doctor tells whether it needs it)\n", en.Name)
+		case !rec.Valid(time.Now()) && rec.RefreshToken == "":
+			fmt.Fprintf(w, "%s: sign-in expired; run: bridge auth login %s\n", en.Name, en.Name)
+		default:
+			fmt.Fprintf(w, "%s: signed in%s\n", en.Name, describe(rec))
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "no http or sse servers configured")
+	}
+}
+
+func (m *Main) authLogout(_ context.Context, args []string) int {
+	fs := flag.NewFlagSet("auth logout", flag.ContinueOnError)
+	pos, code, ok := m.parse("auth logout", fs, args, 1)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return m.usage("auth logout: want the server NAME: bridge auth logout NAME (bridge auth --help)")
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
+	n, err := e.Tokens().Delete(pos[0])
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: auth logout %s: %v\n", pos[0], err)
+		return 1
+	}
+	if n == 0 {
+		fmt.Fprintf(m.Stdout, "%s: was not signed in\n", pos[0])
+		return 0
+	}
+	fmt.Fprintf(m.Stdout, "%s: signed out (tokens removed)\n", pos[0])
+	return 0
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/oauth"
+)
+
+// SetSignIn lets calls sign in to http servers that ask for it, through ui
+// (bridge exec with $BROWSER or a terminal). Without it such a call fails at
+// once naming `bridge auth login`. Call it before the first call.
+func (e *Engine) SetSignIn(ui *oauth.Interaction) { e.signIn.Store(ui) }
+
+// Tokens is the token store under the state dir.
+func (e *Engine) Tokens() *oauth.Store { return oauth.NewStore(e.Env.StateDir) }
+
+// Entries loads the configured servers, for bridge auth.
+func (e *Engine) Entries() config.Set { return config.Load(e.configOptions()) }
+
+// withAuth gives every http and sse server a transport that carries its
+// stored token (specs is specsFrom(set), entry for entry).
+func (e *Engine) withAuth(set config.Set, specs []actors.ServerSpec) []actors.ServerSpec {
+	store := e.Tokens()
+	ui := e.signIn.Load()
+	for i, en := range set.Entries {
+		if en.Type != config.TypeHTTP && en.Type != config.TypeSSE {
+			continue
+		}
+		t, err := oauth.New(en.Name, en.URL, en.OAuth, store, ui)
+		if err != nil {
+			continue // config already checked the URL
+		}
+		specs[i].Transport = t
+	}
+	return specs
+}
+
+// AuthState is one http server's sign-in state for doctor and auth status.
+type AuthState struct {
+	Server string
+	State  string // "signed in", "signed in, expired", "sign-in required", "no sign-in needed", "unreachable", ...
+	Detail string
+	Fix    string // the command that fixes it; "" when nothing to fix
+}
+
+// AuthStates probes each http or sse server (or only name) without a
+// sign-in: one that answers needs none or is signed in; one that asks
+// needs `bridge auth login`.
+func (e *Engine) AuthStates(ctx context.Context, name string) []AuthState {
+	var out []AuthState
+	store := e.Tokens()
+	for _, en := range e.Entries().Entries {
+		if (en.Type != config.TypeHTTP && en.Type != config.TypeSSE) || (name != "" && en.Name != name) {
+			continue
+		}
+		out = append(out, oauthState(ctx, en, store))
+	}
+	return out
+}
+
+func oauthState(ctx context.Context, en config.Entry, store *oauth.Store) AuthState {
+	st := AuthState{Server: en.Name}
+	t, err := oauth.New(en.Name, en.URL, en.OAuth, store, nil)
+	if err != nil {
+		st.State, st.Detail = "invalid", err.Error()
+		return st
+	}
+	err = oauth.Probe(ctx, en, t)
+	rec, _ := store.Load(en.Name, t.Canonical())
+	switch {
+	case err == nil && rec != nil && rec.AccessToken != "":
+		st.State = "signed in"
+		if !rec.ExpiresAt.IsZero() {
+			st.Detail = "until " + rec.ExpiresAt.Local().Format("2006-01-02 15:04")
+			if rec.RefreshToken != "" {
+				st.Detail += ", refreshed automatically"
+			}
+		}
+	case err == nil:
+		st.State = "no sign-in needed"
+	default:
+		if re, ok := oauth.AsRequired(err); ok {
+			st.State, st.Detail, st.Fix = "sign-in required", re.Error(), re.Fix()
+		} else {
+			st.State, st.Detail = "unreachable", err.Error()
+		}
+	}
+	return st
+}

@@ -1,0 +1,130 @@
+package tests
+
+// The official MCP conformance suite's client auth scenarios, run with the
+// bridge as the client: each scenario starts a protected MCP server and an
+// authorization server that approves at once, and runs the adapter below
+// with the server URL. The adapter maps it to `bridge auth login` and
+// `bridge exec` calling the server's tool, in a fresh state dir per
+// scenario (the suite runs them in parallel), with a $BROWSER that follows
+// the redirects like a user who clicks "allow".
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the adapter and the browser, so a prebuilt
+// test binary (BRIDGE_TEST_BIN_DIR) needs nothing else.
+func init() {
+	switch {
+	case os.Getenv("BRIDGE_OAUTH_BROWSER") == "1" && len(os.Args) > 1:
+		os.Exit(fakeBrowser(os.Args[len(os.Args)-1]))
+	case os.Getenv("BRIDGE_OAUTH_ADAPTER") == "1" && len(os.Args) > 1:
+		os.Exit(conformanceAdapter(os.Args[len(os.Args)-1]))
+	}
+}
+
+// fakeBrowser opens url and follows its redirects to the bridge's loopback
+// callback.
+func fakeBrowser(url string) int {
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "browser:", err)
+		return 1
+	}
+	resp.Body.Close()
+	return 0
+}
+
+// conformanceAdapter is one scenario's client: configure the server,
+// sign in, call its tool.
+func conformanceAdapter(url string) int {
+	bridge := os.Getenv("BRIDGE_OAUTH_BRIDGE")
+	dir, err := os.MkdirTemp("", "bridge-oauth-conf-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	var cctx struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &cctx)
+	// Every scenario gets the CIMD URL the suite expects: the bridge uses it
+	// only where the authorization server supports such documents, so the
+	// other scenarios prove the fallback to dynamic registration.
+	oauthCfg := map[string]any{"clientMetadataUrl": "https://conformance-test.local/client-metadata.json"}
+	if cctx.ClientID != "" {
+		oauthCfg["clientId"], oauthCfg["clientSecret"] = cctx.ClientID, cctx.ClientSecret
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conf": map[string]any{"type": "http", "url": url, "oauth": oauthCfg}}})
+	if err := os.MkdirAll(filepath.Join(dir, "MCPs"), 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(dir, "MCPs", "servers.json"), cfg, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	self, _ := os.Executable()
+	env := []string{"HOME=" + dir, "MCP_BRIDGE_CONFIG_DIR=" + filepath.Join(dir, "MCPs"), "MCP_BRIDGE_STATE_DIR=" + filepath.Join(dir, "state"),
+		"BROWSER=" + self, "BRIDGE_OAUTH_BROWSER=1"}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER":
+		default:
+			env = append(env, kv)
+		}
+	}
+	run := func(args ...string) int {
+		cmd := exec.Command(bridge, args...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "adapter: bridge %s: %v\n", args[0], err)
+			return 1
+		}
+		return 0
+	}
+	if code := run("auth", "login", "conf", "--timeout", "60s"); code != 0 {
+		return code
+	}
+	return run("exec", "--servers", "conf", "--timeout", "90",
+		`print(await runtime.call_tool("conf", "test-tool", {}))`)
+}
+
+func TestOAuthConformanceSuite(t *testing.T) {
+	bin := os.Getenv("BRIDGE_TEST_CONFORMANCE")
+	if bin == "" {
+		home, _ := os.UserHomeDir()
+		bin = filepath.Join(home, ".cache", "bridge-conformance", "bin", "conformance")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the MCP conformance suite is missing (%v): run `go tool task setup:conformance`, or set BRIDGE_TEST_CONFORMANCE", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cmd := exec.Command(bin, "client", "--suite", "auth", "--timeout", "240000", "-o", out, "--command", self)
+	cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_BRIDGE="+bridgeBin)
+	b, err := cmd.CombinedOutput()
+	summary := string(b)
+	if i := strings.LastIndex(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	t.Logf("conformance client --suite auth:\n%s", summary)
+	if err != nil {
+		t.Fatalf("conformance client --suite auth failed: %v\n%s", err, b)
+	}
+}
