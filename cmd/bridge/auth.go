@@ -188,3 +188,12 @@ func (m *Main) authLogout(_ context.Context, args []string) int {
 	fmt.Fprintf(m.Stdout, "%s: signed out (tokens removed)\n", pos[0])
 	return 0
 }
+
+// lazySignIn lets `bridge exec` sign in during a call when someone can
+// answer the browser: $BROWSER is set or stderr is a terminal. The URL goes
+// to stderr, never stdout.
+func (m *Main) lazySignIn(e *engine.Engine) {
+	if oauth.Interactive(m.Getenv, isTerminal(m.Stderr)) {
+		e.SetSignIn(&oauth.Interaction{Out: m.Stderr, Open: oauth.Opener(m.Getenv), Timeout: oauth.DefaultTimeout})
+	}
+}

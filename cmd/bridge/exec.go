@@ -72,6 +72,7 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		return m.usage("exec: arguments: %v", err)
 	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
+	m.lazySignIn(e)
 	a, msg := e.Validate(rawJSON)
 	// On a terminal, cell output could move the cursor, rewrite the
 	// header, set the window title or write the clipboard (OSC 52): it is

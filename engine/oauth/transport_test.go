@@ -1,0 +1,157 @@
+package oauth
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// seen records the Authorization header of each request a server got.
+type seen struct {
+	mu   sync.Mutex
+	auth []string
+}
+
+func (s *seen) add(r *http.Request) {
+	s.mu.Lock()
+	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.mu.Unlock()
+}
+
+func (s *seen) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auth...)
+}
+
+func signedInTransport(t *testing.T, serverURL string) (*Transport, *http.Transport) {
+	t.Helper()
+	s := NewStore(t.TempDir())
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr, err := New("mine", serverURL, nil, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Base = base
+	if err := s.Save(&Record{Server: "mine", Resource: tr.Canonical(), AccessToken: "tok-mine", Scope: "read", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	return tr, base
+}
+
+func TestTokenNeverSentToAnotherOrigin(t *testing.T) {
+	var other, mine seen
+	otherSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { other.add(r) }))
+	defer otherSrv.Close()
+	mineSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mine.add(r)
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, otherSrv.URL+"/landed", http.StatusFound)
+		}
+	}))
+	defer mineSrv.Close()
+	tr, _ := signedInTransport(t, mineSrv.URL+"/mcp")
+	hc := &http.Client{Transport: tr}
+	for _, u := range []string{mineSrv.URL + "/mcp", otherSrv.URL + "/mcp", mineSrv.URL + "/redirect"} {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := mine.all(); len(got) != 2 || got[0] != "Bearer tok-mine" || got[1] != "Bearer tok-mine" {
+		t.Errorf("own server got %q, want the token twice", got)
+	}
+	for _, a := range other.all() {
+		if a != "" {
+			t.Errorf("another origin got Authorization %q (direct or after a redirect)", a)
+		}
+	}
+	if n := len(other.all()); n != 2 {
+		t.Errorf("other server requests = %d, want 2", n)
+	}
+	// The same host on another port is another origin.
+	u, _ := url.Parse(mineSrv.URL)
+	u.Host = "localhost:" + u.Port()
+	if sameOrigin(u, tr.URL) {
+		t.Errorf("%s counts as the origin of %s", u, tr.URL)
+	}
+}
+
+func TestChallengeWithoutSignInFailsFastNamingTheFix(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer scope="repo read:org", resource_metadata="http://x/.well-known/oauth-protected-resource"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin' $(id) write"`)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr, err := New("github", srv.URL+"/mcp", nil, NewStore(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Base = base
+	_, err = (&http.Client{Transport: tr}).Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	re, ok := AsRequired(err)
+	if !ok {
+		t.Fatalf("err = %v, want a *RequiredError", err)
+	}
+	if got, want := re.Fix(), "bridge auth login github --scope 'repo read:org'"; got != want {
+		t.Errorf("Fix = %q, want %q", got, want)
+	}
+	// Signed in, the server wants more scope: still no browser here, and
+	// the server's text never reaches the suggested shell command.
+	tr2, _ := signedInTransport(t, srv.URL+"/mcp")
+	_, err = (&http.Client{Transport: tr2}).Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	re, ok = AsRequired(err)
+	if !ok {
+		t.Fatalf("step-up err = %v, want a *RequiredError", err)
+	}
+	if got, want := re.Fix(), "bridge auth login mine --scope 'read write'"; got != want {
+		t.Errorf("step-up Fix = %q, want %q", got, want)
+	}
+	if strings.Contains(err.Error(), "tok-mine") {
+		t.Errorf("the error text carries the token: %v", err)
+	}
+}
+
+func TestParseChallenge(t *testing.T) {
+	got := parseChallenge([]string{`Basic realm="x"`, `Bearer error="insufficient_scope", scope="a b", resource_metadata="https://h/.well-known/oauth-protected-resource/mcp", error_description="need \"more\""`})
+	want := challenge{ResourceMetadata: "https://h/.well-known/oauth-protected-resource/mcp", Scope: "a b", Error: "insufficient_scope"}
+	if got != want {
+		t.Errorf("parseChallenge = %+v, want %+v", got, want)
+	}
+}
+
+func TestResourceCovers(t *testing.T) {
+	server, _ := url.Parse("https://api.example.com/v1/mcp")
+	for _, tc := range []struct {
+		resource string
+		want     bool
+	}{
+		{"https://api.example.com/v1/mcp", true},
+		{"https://api.example.com", true},
+		{"https://api.example.com/v1", true},
+		{"https://api.example.com/v1/mcp/", true},
+		{"https://api.example.com/v", false},
+		{"https://evil.example.com/v1/mcp", false},
+		{"http://api.example.com/v1/mcp", false},
+		{"https://api.example.com:8443/v1/mcp", false},
+	} {
+		if got := resourceCovers(tc.resource, server); got != tc.want {
+			t.Errorf("resourceCovers(%q) = %v, want %v", tc.resource, got, tc.want)
+		}
+	}
+}
