@@ -285,7 +285,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 	if timedOut {
 		return nil, &callTimeoutError{fmt.Sprintf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)}
 	}
-	return nil, err
+	return nil, signInError(err)
 }
 
 // ErrCallTimeout marks a tool call that the bridge's own deadline ended

@@ -217,6 +217,10 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return nil, nil, c.startError(err.Error(), "error withheld", "(none)")
 	}
 	fail := func(err error) (*serverConn, []ToolInfo, error) {
+		if se := signInError(err); se != err {
+			conn.close()
+			return nil, nil, se
+		}
 		// A child that died makes the request fail a moment before its
 		// exit is reaped: wait briefly so the error names the exit status.
 		waitClosed(conn.done, 500*time.Millisecond)

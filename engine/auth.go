@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
@@ -67,7 +68,9 @@ func oauthState(ctx context.Context, en config.Entry, store *oauth.Store) AuthSt
 		st.State, st.Detail = "invalid", err.Error()
 		return st
 	}
-	err = oauth.Probe(ctx, en, t)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = oauth.Probe(pctx, en, t)
 	rec, _ := store.Load(en.Name, t.Canonical())
 	switch {
 	case err == nil && rec != nil && rec.AccessToken != "":
@@ -88,4 +91,24 @@ func oauthState(ctx context.Context, en config.Entry, store *oauth.Store) AuthSt
 		}
 	}
 	return st
+}
+
+// doctorAuth is one check per http or sse server (or only that one): its
+// sign-in state and the command that fixes it.
+func (e *Engine) doctorAuth(ctx context.Context, only string) []Check {
+	var out []Check
+	for _, st := range e.AuthStates(ctx, only) {
+		c := Check{Status: "OK", Name: "auth " + st.Server, Detail: st.State}
+		if st.Detail != "" {
+			c.Detail += " " + st.Detail
+		}
+		switch st.State {
+		case "sign-in required":
+			c.Status, c.Detail = "FAIL", "sign-in required; run: "+st.Fix
+		case "unreachable", "invalid":
+			c.Status, c.Detail = "WARN", "could not check sign-in: "+st.Detail
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -74,7 +74,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		add("OK", "policy", "%s: rules for %d servers, %d tool calls per execution at most (0: no cap)", pol.Source, len(pol.Servers), pol.MaxCalls)
 	}
 
-	specs := specsFrom(set, e.getenv)
+	specs := e.withAuth(set, specsFrom(set, e.getenv))
 	found := only == ""
 	var mu sync.Mutex
 	results := make([]Check, len(specs))
@@ -99,6 +99,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 			out = append(out, c)
 		}
 	}
+	out = append(out, e.doctorAuth(ctx, only)...)
 	if !found {
 		names := make([]string, len(specs))
 		for i, sp := range specs {
