@@ -11,6 +11,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,9 +87,19 @@ func conformanceAdapter(url string) int {
 			env = append(env, kv)
 		}
 	}
+	// Every line the bridge prints goes to the log dir too, at debug
+	// level, where the test looks for leaked tokens.
+	env = append(env, "MCP_BRIDGE_LOG_LEVEL=debug")
+	logf, err := os.CreateTemp(os.Getenv("BRIDGE_OAUTH_LOGDIR"), "scenario-*.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logf.Close()
 	run := func(args ...string) int {
 		cmd := exec.Command(bridge, args...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stdout, os.Stderr
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, logf), io.MultiWriter(os.Stderr, logf)
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "adapter: bridge %s: %v\n", args[0], err)
 			return 1
@@ -115,9 +126,10 @@ func TestOAuthConformanceSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	out, logDir := t.TempDir(), t.TempDir()
 	cmd := exec.Command(bin, "client", "--suite", "auth", "--timeout", "240000", "-o", out, "--command", self)
-	cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_BRIDGE="+bridgeBin)
+	cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_BRIDGE="+bridgeBin,
+		"BRIDGE_OAUTH_LOGDIR="+logDir)
 	b, err := cmd.CombinedOutput()
 	summary := string(b)
 	if i := strings.LastIndex(summary, "=== SUMMARY ==="); i >= 0 {
@@ -126,5 +138,17 @@ func TestOAuthConformanceSuite(t *testing.T) {
 	t.Logf("conformance client --suite auth:\n%s", summary)
 	if err != nil {
 		t.Fatalf("conformance client --suite auth failed: %v\n%s", err, b)
+	}
+	// The suite's tokens start with test-token: none may reach a log line,
+	// an error text or a result.
+	logs, _ := filepath.Glob(filepath.Join(logDir, "scenario-*.log"))
+	if len(logs) < 14 {
+		t.Fatalf("%d scenario logs, want one per scenario (14)", len(logs))
+	}
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		if strings.Contains(string(data), "test-token") {
+			t.Errorf("%s shows an access token:\n%s", filepath.Base(l), data)
+		}
 	}
 }
