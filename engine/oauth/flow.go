@@ -53,6 +53,9 @@ type signIn struct {
 }
 
 func (s *signIn) run(ctx context.Context) (*Record, error) {
+	if _, err := secureURL("server url", s.url.String()); err != nil {
+		return nil, fmt.Errorf("sign-in to %s: %w: a token is never sent over plain http beyond this machine", s.server, err)
+	}
 	rm, err := discoverResource(ctx, s.hc, s.url, s.ch)
 	if err != nil {
 		return nil, err

@@ -155,3 +155,12 @@ func TestResourceCovers(t *testing.T) {
 		}
 	}
 }
+
+func TestNoSignInOverPlainHTTP(t *testing.T) {
+	s := &signIn{server: "remote", ui: &Interaction{}}
+	s.url, _ = url.Parse("http://mcp.example.com/mcp")
+	_, err := s.run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "must be an https URL") {
+		t.Errorf("sign-in over plain http: err = %v, want a refusal", err)
+	}
+}
