@@ -21,6 +21,8 @@
 //	add_tool(name)       registers a tool at runtime: notifications/tools/list_changed
 //	counter()            1, 2, 3, ... per process (starts over after a restart)
 //
+// Resources (resources.go): mem://image, mem://big/{bytes}.
+//
 // Modes (--mode): normal (default), hang-init, crash-start, noise,
 // stderr-flood, big-line, many-tools. Flags: --name, --tools N (extra tools
 // tool_0000...; many-tools defaults to 2000), --structured, --sleep-start D,
@@ -291,6 +293,7 @@ func (iw *injectWriter) Write(p []byte) (int, error) {
 func newServer(o options) *server.MCPServer {
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(false, false),
 		server.WithRecovery(),
 	}
 	if o.pageSize > 0 {
@@ -298,6 +301,7 @@ func newServer(o options) *server.MCPServer {
 	}
 	s := server.NewMCPServer(o.name, "1.0.0", opts...)
 	registerTools(s, o)
+	registerResources(s) // resources.go
 	for _, name := range strings.Split(o.extraTools, ",") {
 		if name != "" {
 			s.AddTool(tool(name, "Extra tool named by --extra-tools.", emptySchema), calledTool(name))
