@@ -263,6 +263,14 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 		r.conn.served.Store(true)
 		return res, nil
 	}
+	return nil, c.failed(ctx, cctx, r.conn, err, what, timeout, limit, func(reason string) { r.conn.cancelRequest(id, reason) })
+}
+
+// failed is the error of a request on conn that failed with err under
+// cctx, the request's bound (timeout, set by limit) of the caller's ctx.
+// A request its context abandoned before the reply is cancelled upstream
+// first, with the reason: the timeout, or ctx's cause.
+func (c *Client) failed(ctx, cctx context.Context, conn *serverConn, err error, what string, timeout time.Duration, limit string, cancelUpstream func(reason string)) error {
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	var rpcErr *rpcError
 	if !errors.As(err, &rpcErr) && cctx.Err() != nil {
@@ -270,9 +278,9 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 		if !timedOut {
 			reason = context.Cause(ctx).Error()
 		}
-		r.conn.cancelRequest(id, reason)
+		cancelUpstream(reason)
 	}
-	return nil, c.callError(r.conn, err, cctx.Err() != nil, timedOut, what, timeout, limit)
+	return c.callError(conn, err, cctx.Err() != nil, timedOut, what, timeout, limit)
 }
 
 // callError is the error of a request on conn that failed with err:

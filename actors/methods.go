@@ -356,7 +356,11 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
 		defer sink.ended(key)
 	}
-	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit, onProgress)
+	call := s.Client.Call
+	if requiresTask(s.Tools[i].Raw) { // tasks.go
+		call = s.Client.CallTask
+	}
+	res, err := call(ctx, p.Tool, args, timeout, limit, onProgress)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {
