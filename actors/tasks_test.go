@@ -184,3 +184,20 @@ func TestRequiresTask(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskCalls: a task in flight is attributed to the inner call that
+// created it, until that call ends.
+func TestTaskCalls(t *testing.T) {
+	var tc taskCalls
+	if _, ok := tc.lookup("t1"); ok {
+		t.Error("an unknown task was found")
+	}
+	tc.add("t1", "srv.tool")
+	if got, ok := tc.lookup("t1"); !ok || got != "srv.tool" {
+		t.Errorf("lookup = %q %v, want srv.tool", got, ok)
+	}
+	tc.remove("t1")
+	if _, ok := tc.lookup("t1"); ok {
+		t.Error("a task of an ended call was found")
+	}
+}

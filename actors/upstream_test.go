@@ -21,6 +21,8 @@ func TestUpstreamMessage(t *testing.T) {
 		{UpstreamProgress{Progress: 2, Total: &four, Message: " copying "}, "s.t: 2/4 copying"},
 		{UpstreamProgress{Progress: 0.5}, "s.t: 0.5"},
 		{UpstreamProgress{Progress: 1, Message: "a\x1b[2Jb"}, `s.t: 1 a\x1b[2Jb`},
+		{UpstreamProgress{Status: "working", Message: "Gathering sources..."}, "s.t: working Gathering sources..."},
+		{UpstreamProgress{Status: "input_required", Total: &four}, "s.t: input_required"},
 	} {
 		if got := upstreamMessage("s.t", tc.u); got != tc.want {
 			t.Errorf("upstreamMessage(%+v) = %q, want %q", tc.u, got, tc.want)

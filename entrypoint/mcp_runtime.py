@@ -938,6 +938,9 @@ def _make_tool(server, tool):
     return proxy
 
 
+_RESOURCE_METHODS = ("list_resources", "list_resource_templates", "read_resource")
+
+
 class _ServerProxy:
     """mcp_<alias>: one async function per tool of a granted server."""
 
@@ -946,6 +949,9 @@ class _ServerProxy:
         self._alias = srv["alias"]
         self._error = srv.get("error")  # disabled or failed to start
         self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
+        for name in _RESOURCE_METHODS:
+            if name in self._fns:  # a tool of that name wins; runtime.read_resource(...) still reads
+                self.__dict__[name] = self._fns[name]
 
     def _broken(self, attr):
         """Any name of a server that cannot be used: its cause."""

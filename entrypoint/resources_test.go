@@ -68,7 +68,9 @@ func TestBoxResources(t *testing.T) {
 		"demo://bad": map[string]any{"contents": []any{map[string]any{"uri": "demo://bad", "blob": "%%%"}}},
 	}
 	servers := []any{map[string]any{"name": "demo-srv", "alias": "demo_srv", "tools": []any{
-		map[string]any{"name": "links", "alias": "links", "inputSchema": map[string]any{"type": "object"}}}}}
+		map[string]any{"name": "links", "alias": "links", "inputSchema": map[string]any{"type": "object"}}}},
+		map[string]any{"name": "other", "alias": "other", "tools": []any{
+			map[string]any{"name": "read-resource", "alias": "read_resource", "inputSchema": map[string]any{"type": "object"}}}}}
 	cases := []struct {
 		name, code string
 		images     int
@@ -89,6 +91,8 @@ func TestBoxResources(t *testing.T) {
 			[]string{"demo-srv demo://blob"}, []string{`Blob b'\x00\x01raw'`, "'uriTemplate': 'demo://{id}'"}},
 		{"an invalid blob is an MCPError", "try:\n    await runtime.read_resource('demo-srv', 'demo://bad')\nexcept MCPError as e:\n    print('MCPError', e.kind, e)", 0,
 			[]string{"demo-srv demo://bad"}, []string{"MCPError server_error Resource demo://bad of server 'demo-srv' has an invalid blob"}},
+		{"a tool named like a resource method wins", "print(len(await mcp_other.read_resource()), await runtime.read_resource('other', 'demo://text'))", 0,
+			[]string{"other demo://text"}, []string{"3 hello"}},
 		{"a uri is required", "try:\n    await runtime.read_resource('demo-srv', '')\nexcept MCPError as e:\n    print('MCPError', e.kind)", 0,
 			nil, []string{"MCPError invalid_arguments"}},
 	}
