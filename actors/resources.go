@@ -128,7 +128,7 @@ func (r *Router) resourceRequest(ctx context.Context, s *CatalogServer, scope Sc
 	return res, nil
 }
 
-// listResources is every page of the server's resources/list (or, with
+// listResourcePages is every page of the server's resources/list (or, with
 // key "resourceTemplates", resources/templates/list), together within one
 // frame.
 func (r *Router) listResourcePages(ctx context.Context, cat *Catalog, scope Scope, params json.RawMessage, method, upstream, key string) (any, error) {
