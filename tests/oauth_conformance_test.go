@@ -127,7 +127,7 @@ func TestOAuthConformanceSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, logDir := t.TempDir(), t.TempDir()
-	cmd := exec.Command(bin, "client", "--suite", "auth", "--timeout", "240000", "-o", out, "--command", self)
+	cmd := exec.Command(bin, "client", "--suite", "auth", "--verbose", "--timeout", "240000", "-o", out, "--command", self)
 	cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_BRIDGE="+bridgeBin,
 		"BRIDGE_OAUTH_LOGDIR="+logDir)
 	b, err := cmd.CombinedOutput()

@@ -166,6 +166,14 @@ func TestSignInAttemptsCapped(t *testing.T) {
 	if got := f.authorizes.Load(); got != MaxAttempts {
 		t.Errorf("authorizations = %d, want %d", got, MaxAttempts)
 	}
+	// The cap spans requests (mcp-go gives up on one and sends another):
+	// no request gets through, so no more sign-ins.
+	if _, err := post(t, tr, `{}`); err == nil {
+		t.Error("second request succeeded")
+	}
+	if got := f.authorizes.Load(); got != MaxAttempts {
+		t.Errorf("authorizations after a second request = %d, want still %d", got, MaxAttempts)
+	}
 }
 
 func TestSignInPastedRedirect(t *testing.T) {

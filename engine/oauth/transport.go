@@ -15,8 +15,9 @@ import (
 	"github.com/bridge-mcp/bridge/engine/config"
 )
 
-// MaxAttempts bounds the authorizations one request may start, so a server
-// that keeps asking for more scope cannot loop the user through the browser.
+// MaxAttempts bounds the authorizations in a row without a request getting
+// through, so a server that keeps asking for more scope cannot loop the
+// user through the browser.
 const MaxAttempts = 3
 
 // maxReplay bounds a request body kept to resend after a sign-in.
@@ -81,6 +82,10 @@ type Transport struct {
 
 	mu       sync.Mutex // one sign-in at a time
 	signedIn bool
+	// streak counts sign-ins since one last satisfied the server: at most
+	// MaxAttempts, so a server that keeps asking for scope cannot loop the
+	// user through the browser, whichever requests meet its challenges.
+	streak int
 	// Attempts counts authorizations this transport started.
 	Attempts int
 }
@@ -148,9 +153,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	attempts := 0
-	refreshed := false
-	for {
+	refreshed, signedIn := false, false
+	// Each turn either signs in (at most MaxAttempts in a row), refreshes
+	// once, or uses a token another request just got; the bound is a
+	// backstop against a server that rejects every new token.
+	for turn := 0; ; turn++ {
+		if turn > 2*MaxAttempts+2 {
+			return nil, &RequiredError{Server: t.Server, Scope: t.Scope, Reason: " (the server rejects every new token)"}
+		}
 		rec, err := t.token(req.Context())
 		if err != nil {
 			return nil, err
@@ -169,6 +179,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ch := parseChallenge(resp.Header.Values("WWW-Authenticate"))
 		stepUp := resp.StatusCode == http.StatusForbidden && ch.Error == "insufficient_scope"
 		if resp.StatusCode != http.StatusUnauthorized && !stepUp {
+			if signedIn {
+				// The sign-in satisfied the server. Only this counts: a
+				// request that needs no token (initialize, often) says
+				// nothing about whether the server accepts ours.
+				t.mu.Lock()
+				t.streak = 0
+				t.mu.Unlock()
+			}
 			return resp, nil
 		}
 		drain(resp)
@@ -190,14 +208,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why}
 		}
-		if attempts == MaxAttempts {
-			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope),
-				Reason: fmt.Sprintf(" (the server still refused after %d sign-ins)", MaxAttempts)}
-		}
-		attempts++
 		if err := t.signIn(req.Context(), ch, scope, rec); err != nil {
 			return nil, err
 		}
+		signedIn = true
 	}
 }
 
@@ -212,7 +226,17 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 			return nil
 		}
 	}
+	if t.streak >= MaxAttempts {
+		return &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope),
+			Reason: fmt.Sprintf(" (the server still refused after %d sign-ins)", MaxAttempts)}
+	}
+	t.streak++
 	t.Attempts++
+	// The sign-in outlives the request that met the challenge: mcp-go
+	// bounds some requests (its server/discover probe) by a few seconds,
+	// far less than a user needs in the browser. The Interaction's own
+	// timeout bounds the wait instead.
+	ctx = context.WithoutCancel(ctx)
 	s := &signIn{server: t.Server, url: t.URL, cfg: t.Config, store: t.Store, hc: t.aux(), ui: t.UI, ch: challenge{ResourceMetadata: ch.ResourceMetadata, Scope: scope},
 		scope: t.Scope, now: t.now}
 	if _, err := s.run(ctx); err != nil {
