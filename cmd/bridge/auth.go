@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,7 +50,11 @@ func (m *Main) authEntry(e *engine.Engine, sub, name string) (config.Entry, int,
 			names = append(names, en.Name)
 		}
 	}
-	return config.Entry{}, m.usage("auth %s: no configured server %q (http servers: %v; bridge doctor lists them)", sub, name, names), false
+	known := "no http or sse servers are configured"
+	if len(names) > 0 {
+		known = "http servers: " + strings.Join(names, ", ")
+	}
+	return config.Entry{}, m.usage("auth %s: no configured server %q (%s; bridge doctor lists them)", sub, name, known), false
 }
 
 func (m *Main) authLogin(ctx context.Context, args []string) int {
