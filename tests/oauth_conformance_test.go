@@ -109,8 +109,14 @@ func conformanceAdapter(url string) int {
 	if code := run("auth", "login", "conf", "--timeout", "60s"); code != 0 {
 		return code
 	}
-	return run("exec", "--servers", "conf", "--timeout", "90",
-		`print(await runtime.call_tool("conf", "test-tool", {}))`)
+	if code := run("exec", "--servers", "conf", "--timeout", "90",
+		`print(await runtime.call_tool("conf", "test-tool", {}))`); code != 0 {
+		return code
+	}
+	// Doctor asks the server with the stored token; the test reads its
+	// verdict from the log.
+	run("doctor", "--server", "conf")
+	return 0
 }
 
 func TestOAuthConformanceSuite(t *testing.T) {
@@ -145,10 +151,19 @@ func TestOAuthConformanceSuite(t *testing.T) {
 	if len(logs) < 14 {
 		t.Fatalf("%d scenario logs, want one per scenario (14)", len(logs))
 	}
+	signedIn := 0
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
 		if strings.Contains(string(data), "test-token") {
 			t.Errorf("%s shows an access token:\n%s", filepath.Base(l), data)
 		}
+		if strings.Contains(string(data), "OK   auth conf: signed in until ") {
+			signedIn++
+		}
+	}
+	// Every scenario but auth/scope-retry-limit (whose server never
+	// accepts a token) ends signed in, as doctor reports it.
+	if signedIn != len(logs)-1 {
+		t.Errorf("doctor reported %q in %d of %d scenario logs, want all but one", "auth conf: signed in until", signedIn, len(logs))
 	}
 }
