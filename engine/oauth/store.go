@@ -54,6 +54,9 @@ func (r Record) String() string {
 	return fmt.Sprintf("oauth record for %s (%s)", r.Server, r.Resource)
 }
 
+// GoString is String for %#v.
+func (r Record) GoString() string { return r.String() }
+
 // ErrCorrupt is a token file that cannot be read as a record; the server
 // counts as signed out and the next sign-in replaces the file.
 var ErrCorrupt = errors.New("token file is corrupt")

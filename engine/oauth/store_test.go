@@ -51,7 +51,7 @@ func TestStorePermissions(t *testing.T) {
 	if err != nil || rec == nil || rec.AccessToken != "secret-a" {
 		t.Fatalf("Load = %v, %v", rec, err)
 	}
-	if got := fmt.Sprint(*rec) + fmt.Sprintf("%v", rec); strings.Contains(got, "secret-a") {
+	if got := fmt.Sprint(*rec) + fmt.Sprintf("%v %+v %#v %#v", rec, rec, rec, *rec); strings.Contains(got, "secret-a") {
 		t.Errorf("String shows the token: %s", got)
 	}
 }
