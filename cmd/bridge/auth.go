@@ -35,6 +35,33 @@ func (m *Main) authCmd(ctx context.Context, args []string) int {
 	return m.usage("auth: unknown subcommand %q: want login NAME, status or logout NAME (bridge auth --help)", args[0])
 }
 
+// authSubHelp prints `bridge auth SUB`'s own usage when args ask for
+// help; the shared help would show the whole auth synopsis.
+func (m *Main) authSubHelp(sub, synopsis, what string, fs *flag.FlagSet, args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			fmt.Fprintf(m.Stdout, "usage: bridge auth %s %s\n\n%s\n", sub, synopsis, what)
+			n := 0
+			fs.VisitAll(func(*flag.Flag) { n++ })
+			if n > 0 {
+				fmt.Fprintf(m.Stdout, "\nflags:\n")
+				fs.VisitAll(func(f *flag.Flag) {
+					arg, usage := flag.UnquoteUsage(f)
+					if arg != "" {
+						arg = " " + arg
+					}
+					fmt.Fprintf(m.Stdout, "  --%s%s\n        %s\n", f.Name, arg, usage)
+				})
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // authEntry finds the http or sse server name in the configuration.
 func (m *Main) authEntry(e *engine.Engine, sub, name string) (config.Entry, int, bool) {
 	set := e.Entries()
@@ -61,7 +88,11 @@ func (m *Main) authLogin(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("auth login", flag.ContinueOnError)
 	scope := fs.String("scope", "", "extra `SCOPES` to ask for, space-separated")
 	noBrowser := fs.Bool("no-browser", false, "do not open a browser or listen for the redirect: paste the URL the browser was sent to (SSH, headless hosts)")
-	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the browser")
+	timeout := fs.Duration("timeout", oauth.DefaultTimeout, "how long to wait for the browser, a `DURATION` such as 90s or 5m (default 5m)")
+	if m.authSubHelp("login", "NAME [--scope SCOPES] [--no-browser] [--timeout D]",
+		"Signs in to the configured http or sse server NAME in a browser and stores its tokens.", fs, args) {
+		return 0
+	}
 	pos, code, ok := m.parse("auth login", fs, args, 1)
 	if !ok {
 		return code
@@ -124,6 +155,9 @@ func describe(r *oauth.Record) string {
 
 func (m *Main) authStatus(_ context.Context, args []string) int {
 	fs := flag.NewFlagSet("auth status", flag.ContinueOnError)
+	if m.authSubHelp("status", "", "Lists every http or sse server with what the token store holds for it (files only).", fs, args) {
+		return 0
+	}
 	if _, code, ok := m.parse("auth status", fs, args, 0); !ok {
 		return code
 	}
@@ -169,6 +203,9 @@ func printStatus(w io.Writer, e *engine.Engine) {
 
 func (m *Main) authLogout(_ context.Context, args []string) int {
 	fs := flag.NewFlagSet("auth logout", flag.ContinueOnError)
+	if m.authSubHelp("logout", "NAME", "Removes the stored tokens of server NAME.", fs, args) {
+		return 0
+	}
 	pos, code, ok := m.parse("auth logout", fs, args, 1)
 	if !ok {
 		return code
