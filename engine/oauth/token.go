@@ -85,7 +85,7 @@ func (tr *tokenResponse) apply(rec *Record, requested string, now time.Time) {
 	}
 	rec.Scope = requested
 	if tr.Scope != "" {
-		rec.Scope = tr.Scope
+		rec.Scope = strings.Join(strings.Fields(oneLine(tr.Scope)), " ")
 	}
 	rec.ExpiresAt = time.Time{}
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
@@ -93,8 +93,16 @@ func (tr *tokenResponse) apply(rec *Record, requested string, now time.Time) {
 	}
 }
 
-// oneLine trims a server-supplied text for an error message.
+// oneLine trims a server-supplied text for an error message or a status
+// line: one line, no control characters (no terminal escapes), at most 200
+// bytes.
 func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return ' '
+		}
+		return r
+	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 200 {
 		s = s[:200] + "…"

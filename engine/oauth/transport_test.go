@@ -164,3 +164,16 @@ func TestNoSignInOverPlainHTTP(t *testing.T) {
 		t.Errorf("sign-in over plain http: err = %v, want a refusal", err)
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"invalid_client", "invalid_client"},
+		{"bad\x1b]52;c;ZXZpbA==\x07 thing\r\nnext", "bad ]52;c;ZXZpbA== thing next"},
+		{"\u009b31m red", "31m red"},
+		{strings.Repeat("a", 300), strings.Repeat("a", 200) + "…"},
+	} {
+		if got := oneLine(tc.in); got != tc.want {
+			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
