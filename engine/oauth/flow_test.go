@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -237,5 +238,37 @@ func TestSignInWrongStateAndTimeout(t *testing.T) {
 	tr.UI.Timeout = 200 * time.Millisecond
 	if _, err := post(t, tr, `{}`); err == nil || !strings.Contains(err.Error(), "(the sign-in timeout, --timeout)") {
 		t.Errorf("no answer: err = %v", err)
+	}
+}
+
+func TestSignInOutlivesDeadlineNotCancel(t *testing.T) {
+	f := newFakeAuth(t, "read")
+	tr := newTestTransport(t, f, &Interaction{Out: io.Discard, Timeout: 10 * time.Second})
+	base := tr.Base.(*http.Transport)
+	slow := browser(base)
+	tr.UI.Open = func(u string) error {
+		go func() { // the user takes longer than the request's deadline
+			time.Sleep(300 * time.Millisecond)
+			_ = slow(u)
+		}()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tr.URL.String(), strings.NewReader(`{}`))
+	if resp, err := tr.RoundTrip(req); err == nil {
+		resp.Body.Close()
+	}
+	if rec, _ := tr.Store.Load("srv", tr.Canonical()); rec == nil || rec.AccessToken == "" {
+		t.Errorf("the sign-in was cut off by the request's deadline")
+	}
+	// A cancellation ends a pending sign-in at once.
+	tr2 := newTestTransport(t, f, &Interaction{Out: io.Discard, Timeout: 10 * time.Second, Open: func(string) error { return nil }})
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel2)
+	req2, _ := http.NewRequestWithContext(ctx2, http.MethodPost, tr2.URL.String(), strings.NewReader(`{}`))
+	start := time.Now()
+	if _, err := tr2.RoundTrip(req2); err == nil || time.Since(start) > 5*time.Second {
+		t.Errorf("cancelled sign-in: err %v after %v", err, time.Since(start))
 	}
 }

@@ -232,11 +232,20 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 	}
 	t.streak++
 	t.Attempts++
-	// The sign-in outlives the request that met the challenge: mcp-go
-	// bounds some requests (its server/discover probe) by a few seconds,
-	// far less than a user needs in the browser. The Interaction's own
-	// timeout bounds the wait instead.
-	ctx = context.WithoutCancel(ctx)
+	// The sign-in outlives the deadline of the request that met the
+	// challenge: mcp-go bounds some requests (its server/discover probe) by
+	// a few seconds, far less than a user needs in the browser. The
+	// Interaction's own timeout bounds the wait instead. A cancellation
+	// (the bridge stopping, Ctrl-C) still ends it.
+	parent := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer cancel()
+	stop := context.AfterFunc(parent, func() {
+		if errors.Is(parent.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
 	s := &signIn{server: t.Server, url: t.URL, cfg: t.Config, store: t.Store, hc: t.aux(), ui: t.UI, ch: challenge{ResourceMetadata: ch.ResourceMetadata, Scope: scope},
 		scope: t.Scope, now: t.now}
 	if _, err := s.run(ctx); err != nil {
