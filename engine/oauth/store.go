@@ -41,12 +41,27 @@ type Record struct {
 	RefreshToken  string    `json:"refresh_token,omitempty"`
 	Scope         string    `json:"scope,omitempty"`
 	ExpiresAt     time.Time `json:"expires_at,omitzero"`
+	RefreshAt     time.Time `json:"refresh_at,omitzero"` // when to refresh ahead of ExpiresAt
 }
 
 // Valid reports whether the access token can be used at now: present and
-// not within a minute of expiry.
+// not expired.
 func (r *Record) Valid(now time.Time) bool {
-	return r != nil && r.AccessToken != "" && (r.ExpiresAt.IsZero() || now.Add(time.Minute).Before(r.ExpiresAt))
+	return r != nil && r.AccessToken != "" && (r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt))
+}
+
+// Fresh reports whether the token is not yet due for refresh: a minute
+// before expiry, or half its lifetime for a short-lived one (RefreshAt). A
+// token that is not fresh is refreshed ahead of its expiry when it can be.
+func (r *Record) Fresh(now time.Time) bool {
+	if !r.Valid(now) || r.ExpiresAt.IsZero() {
+		return r.Valid(now)
+	}
+	due := r.RefreshAt
+	if due.IsZero() {
+		due = r.ExpiresAt.Add(-time.Minute)
+	}
+	return now.Before(due)
 }
 
 // String never shows the secrets, so a record in a log or error stays safe.

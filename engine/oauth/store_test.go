@@ -91,19 +91,24 @@ func TestStoreCorruptFile(t *testing.T) {
 func TestRecordExpiry(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		name string
-		rec  *Record
-		want bool
+		name         string
+		rec          *Record
+		valid, fresh bool
 	}{
-		{"no expiry", &Record{AccessToken: "a"}, true},
-		{"an hour left", &Record{AccessToken: "a", ExpiresAt: now.Add(time.Hour)}, true},
-		{"within a minute of expiry", &Record{AccessToken: "a", ExpiresAt: now.Add(30 * time.Second)}, false},
-		{"expired", &Record{AccessToken: "a", ExpiresAt: now.Add(-time.Second)}, false},
-		{"no token", &Record{RefreshToken: "r"}, false},
-		{"nil", nil, false},
+		{"no expiry", &Record{AccessToken: "a"}, true, true},
+		{"an hour left", &Record{AccessToken: "a", ExpiresAt: now.Add(time.Hour)}, true, true},
+		{"within a minute of expiry", &Record{AccessToken: "a", ExpiresAt: now.Add(30 * time.Second)}, true, false},
+		{"expired", &Record{AccessToken: "a", ExpiresAt: now.Add(-time.Second)}, false, false},
+		{"no token", &Record{RefreshToken: "r"}, false, false},
+		{"short-lived, before half its life", &Record{AccessToken: "a", ExpiresAt: now.Add(30 * time.Second), RefreshAt: now.Add(10 * time.Second)}, true, true},
+		{"short-lived, past half its life", &Record{AccessToken: "a", ExpiresAt: now.Add(30 * time.Second), RefreshAt: now.Add(-time.Second)}, true, false},
+		{"nil", nil, false, false},
 	} {
-		if got := tc.rec.Valid(now); got != tc.want {
-			t.Errorf("%s: Valid = %v, want %v", tc.name, got, tc.want)
+		if got := tc.rec.Valid(now); got != tc.valid {
+			t.Errorf("%s: Valid = %v, want %v", tc.name, got, tc.valid)
+		}
+		if got := tc.rec.Fresh(now); got != tc.fresh {
+			t.Errorf("%s: Fresh = %v, want %v", tc.name, got, tc.fresh)
 		}
 	}
 }

@@ -87,9 +87,11 @@ func (tr *tokenResponse) apply(rec *Record, requested string, now time.Time) {
 	if tr.Scope != "" {
 		rec.Scope = strings.Join(strings.Fields(oneLine(tr.Scope)), " ")
 	}
-	rec.ExpiresAt = time.Time{}
+	rec.ExpiresAt, rec.RefreshAt = time.Time{}, time.Time{}
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
-		rec.ExpiresAt = now.Add(time.Duration(n) * time.Second)
+		life := time.Duration(n) * time.Second
+		rec.ExpiresAt = now.Add(life)
+		rec.RefreshAt = rec.ExpiresAt.Add(-min(time.Minute, life/2))
 	}
 }
 
@@ -119,13 +121,22 @@ func (s *Store) Current(ctx context.Context, hc *http.Client, server, resource s
 	if errors.Is(err, ErrCorrupt) {
 		return nil, nil
 	}
-	if err != nil || rec.Valid(now()) {
+	if err != nil || rec.Fresh(now()) {
 		return rec, err
 	}
 	if rec == nil || rec.RefreshToken == "" {
+		if rec.Valid(now()) {
+			return rec, nil
+		}
 		return nil, nil
 	}
-	return s.refresh(ctx, hc, server, resource, rec.AccessToken, now)
+	next, err := s.refresh(ctx, hc, server, resource, rec.AccessToken, now)
+	if next == nil && rec.Valid(now()) {
+		// The refresh failed but the token has not expired yet: use it
+		// while it lasts.
+		return rec, nil
+	}
+	return next, err
 }
 
 // refresh replaces a token the server rejected or that expired; stale is
@@ -137,7 +148,7 @@ func (s *Store) refresh(ctx context.Context, hc *http.Client, server, resource, 
 		if cur == nil || cur.RefreshToken == "" {
 			return nil, nil
 		}
-		if cur.AccessToken != stale && cur.Valid(now()) {
+		if cur.AccessToken != stale && cur.Fresh(now()) {
 			out = cur
 			return nil, nil
 		}

@@ -177,3 +177,53 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedTokenRefreshedOnce: a token the server rejects before its
+// expiry (revoked, rotated) is refreshed once and the request resent,
+// without a sign-in.
+func TestRejectedTokenRefreshedOnce(t *testing.T) {
+	var refreshes seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/token":
+			_ = r.ParseForm()
+			refreshes.add(r)
+			if r.Form.Get("grant_type") != "refresh_token" || r.Form.Get("refresh_token") != "r1" || r.Form.Get("resource") != "https://indicator.example/mcp" {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			_, _ = w.Write([]byte(`{"access_token":"new","token_type":"bearer","expires_in":60}`))
+		default:
+			if r.Header.Get("Authorization") != "Bearer new" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			_, _ = w.Write([]byte("ok"))
+		}
+	}))
+	defer srv.Close()
+	tr, _ := signedInTransport(t, srv.URL+"/mcp")
+	rec, _ := tr.Store.Load("mine", tr.Canonical())
+	rec.RefreshToken, rec.TokenEndpoint, rec.ClientID, rec.AuthMethod, rec.Indicator = "r1", srv.URL+"/token", "c", "none", "https://indicator.example/mcp"
+	if err := tr.Store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr}).Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("after a rejected token: %v", err)
+	}
+	resp.Body.Close()
+	// A second request uses the new 60 s token: refreshed at half its
+	// life, not on every request.
+	resp, err = (&http.Client{Transport: tr}).Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("second request: %v", err)
+	}
+	resp.Body.Close()
+	if n := len(refreshes.all()); n != 1 {
+		t.Errorf("refresh requests = %d, want 1", n)
+	}
+	if got, _ := tr.Store.Load("mine", tr.Canonical()); got.AccessToken != "new" || got.RefreshToken != "r1" {
+		t.Errorf("stored after refresh: token rotated=%v, refresh kept=%v", got.AccessToken == "new", got.RefreshToken == "r1")
+	}
+}
