@@ -135,18 +135,19 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
+		asks:  newApprovals(humanFrom(req.Ctx)),
 	}
 	callCtx, endCall := context.WithCancelCause(sb.life)
 	call.ctx = callCtx
 	defer endCall(errCallEnded)
-	sb.active.Store(call)
+	sb.setActive(call)
 	defer sb.reportDrops(n) // after the call is no longer active: what came in it is counted
 	defer func() {
 		if k := call.scope.Refused.Load(); k > 1 {
 			s.log.Warn().Int64("call", n).Int64("refused", k).Msg("the policy refused tool calls of this call; the first is logged above")
 		}
 	}()
-	defer sb.active.Store(nil)
+	defer sb.setActive(nil)
 	progress := progressFrom(req.Ctx)
 	if progress != nil {
 		defer call.streamProgress(progress)()
@@ -246,6 +247,11 @@ wait:
 		case got = <-replies:
 			break wait
 		case <-deadline.C:
+			// The waits for a human's approval are not the cell's time.
+			if next, ok := call.asks.moved(callDeadline); ok {
+				deadline.Reset(time.Until(next))
+				continue
+			}
 			timedOut = true
 			interrupt()
 		case <-cancelC:

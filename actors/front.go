@@ -90,6 +90,7 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})), nil
 		}
 	}
+	ctx = WithHuman(ctx, NewMCPHuman(ctx, f.srv))
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
 	}

@@ -71,6 +71,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router = actors.NewRouter()
 	e.router.MaxFrame = env.MaxFrameBytes
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
+	e.router.ApprovalTimeout = time.Duration(env.ApprovalTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
 	// A memory_list page takes at most half a frame, leaving room for the
