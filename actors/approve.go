@@ -94,9 +94,50 @@ func (a *approvals) moved(deadline time.Time) (time.Time, bool) {
 // made for: the active call's own, or for a job the call that collects it.
 type humanSource interface {
 	approvals(ctx context.Context) (*approvals, error)
+	// current is the approval state of the call active now; nil when none.
+	current() *approvals
+	// note adds a note to the result of the call active now.
+	note(msg string)
 }
 
 func (a *activeCall) approvals(context.Context) (*approvals, error) { return a.asks, nil }
+func (a *activeCall) current() *approvals                           { return a.asks }
+
+// maxNotes bounds the notes relays add to one result.
+const maxNotes = 8
+
+func (a *activeCall) note(msg string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, n := range a.notes {
+		if n == msg {
+			return
+		}
+	}
+	if len(a.notes) < maxNotes {
+		a.notes = append(a.notes, msg)
+	}
+}
+
+// takeNotes returns the notes added so far.
+func (a *activeCall) takeNotes() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.notes...)
+}
+
+func (j jobSink) current() *approvals {
+	if a := j.s.active.Load(); a != nil {
+		return a.asks
+	}
+	return nil
+}
+
+func (j jobSink) note(msg string) {
+	if a := j.s.active.Load(); a != nil {
+		a.note(msg)
+	}
+}
 
 // approvals of a job's call is the active call's; while none is active it
 // waits for the next one (the call that collects the job), as long as the

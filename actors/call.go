@@ -111,7 +111,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	for _, srv := range req.Servers {
 		res.Servers = append(res.Servers, srv.Name)
 	}
+	var call *activeCall
 	finish := func(r result.Result, sb *sandbox, reset bool) callDone {
+		if call != nil {
+			r.Notes = append(r.Notes, call.takeNotes()...)
+		}
 		if loss != "" && !r.StateLost {
 			r.StateLost, r.LossReason = true, loss
 		}
@@ -131,11 +135,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		res.Status, res.Error = result.StatusError, err.Error()
 		return finish(res, nil, false)
 	}
-	call := &activeCall{
+	call = &activeCall{
 		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
-		asks:  newApprovals(humanFrom(req.Ctx)),
+		asks:  newApprovals(HumanFrom(req.Ctx)),
 	}
 	callCtx, endCall := context.WithCancelCause(sb.life)
 	call.ctx = callCtx

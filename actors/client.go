@@ -76,6 +76,10 @@ type ClientDeps struct {
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
 	Log     zerolog.Logger
+	// Caps is the capability set declared to the servers (relay.go); nil
+	// declares none. RelayTimeout bounds a relayed question.
+	Caps         *UpstreamCaps
+	RelayTimeout time.Duration
 
 	// dial, when set, connects in place of a process or an HTTP session:
 	// unit tests serve an in-process server over net.Pipe with it.
@@ -247,10 +251,20 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 		r.conn.progress.add(token, onProgress)
 		defer r.conn.progress.remove(token)
 	}
+	// The call is registered for the questions the server may ask during
+	// it (relay.go); cctx carries the registered entry, for BindTask.
+	ic := innerCall{server: c.spec.Name, tool: tool}
+	if from := innerFrom(ctx); from != nil {
+		ic = *from
+	}
+	ic.ctx = cctx
+	cctx = context.WithValue(cctx, innerKey{}, &ic)
+	untrack := r.conn.calls.add(&ic)
 	r.conn.inflight.Add(1)
 	res, err := r.conn.requestID(cctx, id, "tools/call", map[string]any{
 		"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": token}})
 	r.conn.inflight.Add(-1)
+	untrack()
 	if err == nil {
 		r.conn.served.Store(true)
 		return res, nil

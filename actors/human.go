@@ -39,8 +39,8 @@ func WithHuman(ctx context.Context, h Human) context.Context {
 	return context.WithValue(ctx, humanKey{}, h)
 }
 
-// humanFrom is the Human attached to ctx; nil when none is.
-func humanFrom(ctx context.Context) Human {
+// HumanFrom is the Human attached to ctx; nil when none is.
+func HumanFrom(ctx context.Context) Human {
 	if ctx == nil {
 		return nil
 	}
@@ -81,22 +81,12 @@ func (h *mcpHuman) clientCaps() (mcp.ClientCapabilities, bool) {
 
 func (h *mcpHuman) Caps() HumanCaps {
 	caps, modern := h.clientCaps()
-	var c HumanCaps
-	if e := caps.Elicitation; e != nil {
-		// An empty elicitation object means form mode only (2025-11-25).
-		c.Form = e.Form != nil || e.URL == nil
-		c.URL = e.URL != nil
-	}
-	c.Sampling = caps.Sampling != nil
-	switch {
-	case modern:
+	if modern {
 		// Protocol 2026-07-28 replaced server-initiated requests with
 		// input_required results, which this bridge does not send yet.
-		c = HumanCaps{Missing: "your MCP client negotiated protocol 2026-07-28, whose input_required questions this bridge does not support yet"}
-	case !c.Form:
-		c.Missing = noElicitation
+		return HumanCaps{Missing: "your MCP client negotiated protocol 2026-07-28, whose input_required questions this bridge does not support yet"}
 	}
-	return c
+	return CapsOf(caps)
 }
 
 // during is the request context bounded also by ctx: it carries the

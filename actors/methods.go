@@ -371,7 +371,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
 		defer sink.ended(key)
 	}
-	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit, onProgress)
+	res, err := s.Client.Call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {

@@ -200,6 +200,7 @@ type activeCall struct {
 	reset     bool
 	media     media      // images and progress (media.go)
 	asks      *approvals // the call's approvals (approve.go)
+	notes     []string   // from the questions relayed (relay.go)
 }
 
 func (a *activeCall) add(stream, data string) {

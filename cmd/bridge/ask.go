@@ -35,6 +35,11 @@ func newTTYHuman() *ttyHuman {
 }
 
 func (h *ttyHuman) Caps() actors.HumanCaps {
+	tty, err := h.open()
+	if err != nil {
+		return actors.HumanCaps{Missing: "bridge exec has no terminal (/dev/tty) to ask on"}
+	}
+	_ = tty.Close()
 	return actors.HumanCaps{Form: true}
 }
 
