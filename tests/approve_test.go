@@ -15,22 +15,33 @@ import (
 )
 
 // human is the test's MCP client's elicitation handler: it answers every
-// form with answer(req) and records what it was asked.
+// form with answer(req) and records what it was asked. Its answers stop
+// waiting when the test ends (life): mcp-go's client gives its handler a
+// context that never ends.
 type human struct {
+	life   context.Context
 	mu     sync.Mutex
 	asked  []mcp.ElicitationRequest
-	answer func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+	answer func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
 }
 
-func (h *human) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+// newHuman returns a human answering with answer until the test ends.
+func newHuman(t *testing.T, answer func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)) *human {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return &human{life: ctx, answer: answer}
+}
+
+func (h *human) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	ctx := h.life
 	h.mu.Lock()
 	h.asked = append(h.asked, req)
 	answer := h.answer
 	h.mu.Unlock()
-	return answer(req)
+	return answer(ctx, req)
 }
 
-func (h *human) set(answer func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error)) {
+func (h *human) set(answer func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.answer = answer
@@ -43,17 +54,32 @@ func (h *human) questions() []mcp.ElicitationRequest {
 	return append([]mcp.ElicitationRequest(nil), h.asked...)
 }
 
-// decide answers approval forms with decision after delay.
-func decide(decision string, delay time.Duration) func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-		time.Sleep(delay)
+// decide answers approval forms with decision after delay (unless the
+// client's transport ends first).
+func decide(decision string, delay time.Duration) func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return func(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		if err := pause(ctx, delay); err != nil {
+			return nil, err
+		}
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
 			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"decision": decision}}}, nil
 	}
 }
 
-func respond(action mcp.ElicitationResponseAction) func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func respond(action mcp.ElicitationResponseAction) func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: action}}, nil
 	}
 }
@@ -97,12 +123,12 @@ func create(name string) string { return strings.Replace(createCode, "%q", `"`+n
 // but never the arguments.
 func TestApprovalMemory(t *testing.T) {
 	requirePodman(t)
-	h := &human{}
+	h := newHuman(t, nil)
 	b, mem := memoryBridge(t, h, map[string]string{"MCP_BRIDGE_APPROVAL_TIMEOUT": "2", "MCP_BRIDGE_LOG_LEVEL": "info"})
 
 	for _, tc := range []struct {
 		name   string
-		answer func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+		answer func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
 		want   string
 	}{
 		{"deny", decide("deny", 0), "refused: denied"},
@@ -172,7 +198,7 @@ func TestApprovalMemory(t *testing.T) {
 // against the cell's timeout.
 func TestApprovalNotCellTime(t *testing.T) {
 	requirePodman(t)
-	h := &human{answer: decide("once", 4*time.Second)}
+	h := newHuman(t, decide("once", 4*time.Second))
 	b, _ := memoryBridge(t, h, nil)
 	b.mustOK("await mcp_memory.read_graph()", "memory") // warm: the server is up
 	r := b.call(map[string]any{"code": create("slow_ok"), "servers": []string{"memory"}, "timeout": 3})
@@ -185,7 +211,7 @@ func TestApprovalNotCellTime(t *testing.T) {
 // for the call that collects the job, and its client is asked.
 func TestApprovalJob(t *testing.T) {
 	requirePodman(t)
-	h := &human{answer: decide("once", 0)}
+	h := newHuman(t, decide("once", 0))
 	b, _ := memoryBridge(t, h, nil)
 	code := `job = runtime.start("import asyncio\nawait asyncio.sleep(3)\nawait mcp_memory.create_entities(entities=[{'name': 'from_job', 'entityType': 't', 'observations': []}])\n'job done'")`
 	b.mustOK(code, "memory")

@@ -386,6 +386,7 @@ func registerTools(s *server.MCPServer, o options) {
 			s.AddTool(tool(name, "Tool added at runtime by add_tool.", emptySchema), calledTool(name))
 			return mcp.NewToolResultText("added " + name), nil
 		}},
+		server.ServerTool{Tool: tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), Handler: askTool},
 		server.ServerTool{Tool: tool("counter", "Return a per-process counter: 1 on the first call, then 2, 3, ...", emptySchema), Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strconv.FormatInt(counter.Add(1), 10)), nil
 		}},
