@@ -159,10 +159,10 @@ func (j jobSink) approvals(ctx context.Context) (*approvals, error) {
 // approvalForm is the form of one gated call: one required field without
 // a default, so a client that auto-accepts empty forms cannot approve it.
 func approvalForm(server, tool string, args json.RawMessage) mcp.ElicitationRequest {
-	preview := printable.String(clip(string(args), maxPreview))
-	msg := fmt.Sprintf("Approve the tool call %s.%s?\nArguments: %s\n"+
+	preview := clip(string(args), maxPreview)
+	msg := printable.String(fmt.Sprintf("Approve the tool call %s.%s?\nArguments: %s\n"+
 		"once: this call only; run: %s.%s for the rest of this run_python call; deny: refuse it (nothing is sent to %s).",
-		server, tool, preview, server, tool, server)
+		server, tool, preview, server, tool, server))
 	return mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 		Message: msg,
 		RequestedSchema: map[string]any{
@@ -195,14 +195,13 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 		r.Log.Info().Str("server", server).Str("tool", printable.Log(tool)).Str("session", scope.Session).
 			Int64("call", scope.Call).Str("decision", decision).Msg("approval")
 	}
-	if scope.human == nil {
-		logDecision("unavailable")
-		return deniedError(fmt.Sprintf("Tool %s.%s needs approval (approve in the policy), and this call has no client to ask", server, tool))
-	}
-	asks, err := scope.human.approvals(ctx)
-	if err != nil {
-		logDecision("unavailable")
-		return deniedError(fmt.Sprintf("Tool %s.%s needs approval, and no call came to ask it: %v", server, tool, err))
+	var asks *approvals
+	if scope.human != nil {
+		var err error
+		if asks, err = scope.human.approvals(ctx); err != nil {
+			logDecision("unavailable")
+			return deniedError(fmt.Sprintf("Tool %s.%s needs approval, and no call came to ask it: %v", server, tool, err))
+		}
 	}
 	if asks != nil && asks.isGranted(key) {
 		logDecision("run (approved earlier in this call)")
