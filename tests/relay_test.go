@@ -28,7 +28,7 @@ func (sampler) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.Cr
 func everythingEnv(t *testing.T, state string) map[string]string {
 	return withServers(t, map[string]any{
 		"everything": map[string]any{"command": npmBin(t, "mcp-server-everything")},
-		"fake":       fake(),
+		"fake":       fake("--ask"),
 	}, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 }
 

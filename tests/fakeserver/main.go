@@ -73,6 +73,7 @@ type options struct {
 	ignoreSigterm bool
 	ignoreEOF     bool
 	extraTools    string
+	ask           bool
 	cancelLog     string
 }
 
@@ -95,6 +96,7 @@ func run(args []string) int {
 	fs.IntVar(&o.bigLineBytes, "big-line-bytes", 10<<20, "big-line: size of the garbage line before the first response")
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
+	fs.BoolVar(&o.ask, "ask", false, "serve ask: it asks the client's user for a name (elicitation/create), whatever the client declared")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
 	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled received to this file, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
@@ -298,6 +300,9 @@ func newServer(o options) *server.MCPServer {
 	}
 	s := server.NewMCPServer(o.name, "1.0.0", opts...)
 	registerTools(s, o)
+	if o.ask {
+		s.AddTool(tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), askTool)
+	}
 	for _, name := range strings.Split(o.extraTools, ",") {
 		if name != "" {
 			s.AddTool(tool(name, "Extra tool named by --extra-tools.", emptySchema), calledTool(name))
@@ -386,7 +391,6 @@ func registerTools(s *server.MCPServer, o options) {
 			s.AddTool(tool(name, "Tool added at runtime by add_tool.", emptySchema), calledTool(name))
 			return mcp.NewToolResultText("added " + name), nil
 		}},
-		server.ServerTool{Tool: tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), Handler: askTool},
 		server.ServerTool{Tool: tool("counter", "Return a per-process counter: 1 on the first call, then 2, 3, ...", emptySchema), Handler: func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strconv.FormatInt(counter.Add(1), 10)), nil
 		}},
