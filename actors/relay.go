@@ -286,7 +286,7 @@ func (s *serverConn) handleRequest(ctx context.Context, req transport.JSONRPCReq
 	case string(mcp.MethodPing):
 		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
 	case string(mcp.MethodElicitationCreate):
-		return s.relay(ctx, req, "elicitation", s.declared.Form || s.declared.URL, s.relayElicitation)
+		return s.relay(ctx, req, "elicitation", s.declared.Form || s.declared.URL, s.relayElicitationRaw)
 	case string(mcp.MethodSamplingCreateMessage):
 		return s.relay(ctx, req, "sampling", s.declared.Sampling, s.relaySampling)
 	}
@@ -308,19 +308,7 @@ func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, wh
 		noteAll(nil, all, fmt.Sprintf("Server '%s' asked for input (%s) while %d calls to it were in flight, so the bridge could not tell which call it came from; it was declined", s.name, what, len(all)))
 		return declined(req.ID, what)
 	}
-	var asks *approvals
-	if ic.src != nil {
-		asks = ic.src.current()
-	}
-	if asks == nil || asks.human == nil {
-		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and no client could be asked; it was declined", ic.server, ic.tool, what))
-		return declined(req.ID, what)
-	}
 	raw, _ := json.Marshal(req.Params)
-	bound := s.relayBound
-	if bound <= 0 {
-		bound = DefaultApprovalTimeout
-	}
 	// The transport's context may carry a limit of its own (mcp-go's HTTP
 	// client: 30 s, which relayBound stays under); the connection's life
 	// bounds the relay instead.
@@ -328,22 +316,10 @@ func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, wh
 	if base == nil {
 		base = context.WithoutCancel(ctx)
 	}
-	rctx, cancel := context.WithTimeout(base, bound)
-	defer cancel()
-	if ic.ctx != nil {
-		stop := context.AfterFunc(ic.ctx, cancel) // the inner call ended: nobody needs the answer
-		defer stop()
-	}
-	asks.waiting.Add(1)
-	start := time.Now()
-	res, note, err := f(rctx, ic, asks, raw)
-	asks.paused.Add(int64(time.Since(start)))
-	asks.waiting.Add(-1)
-	if note != "" {
-		ic.note(note)
-	}
-	if err != nil {
-		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and the question failed: %s; it was declined", ic.server, ic.tool, what, printable.String(clip(err.Error(), 200))))
+	res, ok := ic.ask(base, s.relayBound, what, func(ctx context.Context, asks *approvals) (any, string, error) {
+		return f(ctx, ic, asks, raw)
+	})
+	if !ok {
 		return declined(req.ID, what)
 	}
 	out, err := json.Marshal(res)
@@ -351,6 +327,63 @@ func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, wh
 		return nil, err
 	}
 	return transport.NewJSONRPCResultResponse(req.ID, out), nil
+}
+
+// ask puts a question of the inner call ic to its human through f, within
+// bound (<= 0: DefaultApprovalTimeout) and the life of base and of the
+// call; the wait is not the cell's time. ok is false when there was no
+// answer: no human, or an error, each noted on the call's result.
+func (ic *innerCall) ask(base context.Context, bound time.Duration, what string, f func(context.Context, *approvals) (any, string, error)) (res any, ok bool) {
+	var asks *approvals
+	if ic.src != nil {
+		asks = ic.src.current()
+	}
+	if asks == nil || asks.human == nil {
+		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and no client could be asked; it was declined", ic.server, ic.tool, what))
+		return nil, false
+	}
+	if bound <= 0 {
+		bound = DefaultApprovalTimeout
+	}
+	ctx, cancel := context.WithTimeout(base, bound)
+	defer cancel()
+	if ic.ctx != nil {
+		stop := context.AfterFunc(ic.ctx, cancel) // the inner call ended: nobody needs the answer
+		defer stop()
+	}
+	asks.waiting.Add(1)
+	start := time.Now()
+	res, note, err := f(ctx, asks)
+	asks.paused.Add(int64(time.Since(start)))
+	asks.waiting.Add(-1)
+	if note != "" {
+		ic.note(note)
+	}
+	if err != nil {
+		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and the question failed: %s; it was declined", ic.server, ic.tool, what, printable.String(clip(err.Error(), 200))))
+		return nil, false
+	}
+	return res, true
+}
+
+// RelayInput asks the human of the inner call of ctx (the context
+// Client.Call runs the request under) the elicitation an upstream task
+// sent as input_required, within bound and the call's life, and returns
+// the answer; without an answer it is a decline, noted on the call's
+// result. For the tasks relay: a task's questions come with its id.
+func RelayInput(ctx context.Context, bound time.Duration, p mcp.ElicitationParams) *mcp.ElicitationResult {
+	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
+	ic := innerFrom(ctx)
+	if ic == nil {
+		return decline
+	}
+	res, ok := ic.ask(ctx, bound, "elicitation", func(ctx context.Context, asks *approvals) (any, string, error) {
+		return relayElicitation(ctx, ic, asks, p)
+	})
+	if r, is := res.(*mcp.ElicitationResult); ok && is {
+		return r
+	}
+	return decline
 }
 
 // declined is a decline for an elicitation; sampling has no decline, so
@@ -371,29 +404,28 @@ func noteAll(ic *innerCall, all []*innerCall, msg string) {
 	}
 }
 
-// relayElicitation passes a form (or, when the human's client declared it,
-// a URL) request on as it is, its message naming the server and tool.
-func (s *serverConn) relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, raw json.RawMessage) (any, string, error) {
+// relayElicitationRaw decodes an elicitation/create and relays it.
+func (s *serverConn) relayElicitationRaw(ctx context.Context, ic *innerCall, asks *approvals, raw json.RawMessage) (any, string, error) {
 	var p mcp.ElicitationParams
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, "", fmt.Errorf("invalid elicitation/create params: %w", err)
 	}
+	return relayElicitation(ctx, ic, asks, p)
+}
+
+// relayElicitation passes a form (or, when the human's client declared it,
+// a URL) request on as it is, its message prefixed with the server and
+// tool it comes from; a mode the client did not declare is declined.
+func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp.ElicitationParams) (any, string, error) {
+	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
 	caps := asks.human.Caps()
 	if p.Mode == mcp.ElicitationModeURL && !caps.URL || p.Mode != mcp.ElicitationModeURL && !caps.Form {
 		mode := p.Mode
 		if mode == "" {
 			mode = mcp.ElicitationModeForm
 		}
-		return map[string]string{"action": "decline"}, fmt.Sprintf("%s.%s asked for input in %s mode, which your MCP client did not declare; it was declined", ic.server, ic.tool, mode), nil
+		return decline, fmt.Sprintf("%s.%s asked for input in %s mode, which your MCP client did not declare; it was declined", ic.server, ic.tool, printable.String(clip(mode, 32))), nil
 	}
-	return RelayElicitation(ctx, ic, asks, p)
-}
-
-// RelayElicitation asks the human of asks the elicitation an upstream call
-// (ic) sent, its message prefixed with the server and tool it comes from;
-// the schema passes as it is. The tasks relay calls it for a task's
-// input_required questions as well.
-func RelayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp.ElicitationParams) (any, string, error) {
 	p.Message = fmt.Sprintf("%s.%s asks: %s", ic.server, ic.tool, p.Message)
 	p.Meta = nil
 	res, err := asks.human.Elicit(ctx, mcp.ElicitationRequest{Params: p})

@@ -153,3 +153,26 @@ func TestCapsKeyAndDeclared(t *testing.T) {
 		t.Errorf("a set never expected is empty, got %+v", got)
 	}
 }
+
+// TestRelayInput: a task's input_required question reaches the human of
+// the inner call of ctx, named by server and tool; without one it is a
+// decline.
+func TestRelayInput(t *testing.T) {
+	h := &fakeHuman{caps: HumanCaps{Form: true}, answer: accept("x")}
+	sink := &noteSink{asks: newApprovals(h)}
+	ctx := context.WithValue(context.Background(), innerKey{}, &innerCall{server: "srv", tool: "job", src: sink})
+	p := mcp.ElicitationParams{Message: "Go on?", RequestedSchema: map[string]any{"type": "object"}}
+	if got := RelayInput(ctx, time.Second, p); got.Action != mcp.ElicitationResponseActionAccept {
+		t.Errorf("with a human: %+v, want the answer", got)
+	}
+	if msg := h.asked[0].Params.Message; msg != "srv.job asks: Go on?" {
+		t.Errorf("message %q", msg)
+	}
+	if got := RelayInput(context.Background(), time.Second, p); got.Action != mcp.ElicitationResponseActionDecline {
+		t.Errorf("without an inner call: %+v, want a decline", got)
+	}
+	p.Mode = mcp.ElicitationModeURL
+	if got := RelayInput(ctx, time.Second, p); got.Action != mcp.ElicitationResponseActionDecline || !strings.Contains(sink.all(), "url mode") {
+		t.Errorf("URL mode to a form-only client: %+v, notes %q; want a decline and a note", got, sink.all())
+	}
+}
