@@ -245,7 +245,8 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 	case decision == decisionOnce:
 	case decision == decisionRun:
 		asks.grant(key)
-	case errors.Is(wait.Err(), context.DeadlineExceeded):
+	case errors.Is(wait.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		// The client's request carries the same deadline: either may end first.
 		logDecision("timeout")
 		return deniedError(fmt.Sprintf("Tool %s.%s was not approved: no answer within %ds (MCP_BRIDGE_APPROVAL_TIMEOUT)", server, tool, int(timeout/time.Second)))
 	case err != nil:
