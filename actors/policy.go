@@ -41,6 +41,9 @@ type ServerPolicy struct {
 	Approve []string `json:"approve,omitempty"`
 	// ApproveDestructive overrides the top-level setting for this server.
 	ApproveDestructive *bool `json:"approveDestructive,omitempty"`
+	// Resources false refuses the server's resources (list and read);
+	// unset or true allows them (resources.go).
+	Resources *bool `json:"resources,omitempty"`
 }
 
 // serverRules is one ServerPolicy compiled.

@@ -217,6 +217,19 @@ func (f *inflightCalls) add(ic *innerCall) (done func()) {
 	}
 }
 
+// track registers the request of ctx (an inner call, withInner; else one
+// named server and what) for the questions the server may ask while it
+// runs under cctx, its bounded context; the returned context carries the
+// entry (for BindTask and RelayInput), and done unregisters it.
+func (s *serverConn) track(ctx, cctx context.Context, server, what string) (context.Context, func()) {
+	ic := innerCall{server: server, tool: what}
+	if from := innerFrom(ctx); from != nil {
+		ic = *from
+	}
+	ic.ctx = cctx
+	return context.WithValue(cctx, innerKey{}, &ic), s.calls.add(&ic)
+}
+
 // BindTask ties the upstream requests that name taskID (related-task) to
 // the inner call of ctx, until unbind is called: for a task-augmented call,
 // whose questions come while other calls are in flight.
