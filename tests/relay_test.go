@@ -139,3 +139,30 @@ func TestElicitationRelayTimeBound(t *testing.T) {
 		t.Errorf("the relay took %s, want about 1 s (MCP_BRIDGE_APPROVAL_TIMEOUT)", d)
 	}
 }
+
+// TestElicitationRelayTask: the real everything server's task-required
+// research tool asks for clarification while its task is input_required;
+// the question names its task (related-task), so it reaches the client
+// even with another call to the server in flight, and the answer shapes
+// the task's result.
+func TestElicitationRelayTask(t *testing.T) {
+	requirePodman(t)
+	h := newHuman(t, func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"interpretation": "snake"}}}, nil
+	})
+	b := startBridgeDir(t, "", everythingEnv(t, t.TempDir()), bridgeBin, []string{"run"}, "bridge-e2e", client.WithElicitationHandler(h))
+	r := b.call(map[string]any{"code": `import asyncio
+other = asyncio.create_task(mcp_everything.trigger_long_running_operation(duration=12, steps=6))
+r = await mcp_everything.simulate_research_query(topic='python', ambiguous=True)
+print(r)
+await other`, "servers": []string{"everything"}, "timeout": 90})
+	got := text(t, r)
+	if r.IsError || !strings.Contains(got, "**Clarification**: snake") {
+		t.Errorf("a task's question with another call in flight: %s", got)
+	}
+	qs := h.questions()
+	if len(qs) != 1 || !strings.HasPrefix(qs[0].Params.Message, "everything.simulate-research-query asks: ") {
+		t.Errorf("questions %+v: want one, naming the server and tool", qs)
+	}
+}
