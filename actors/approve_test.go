@@ -322,3 +322,15 @@ func TestApprovalMovesDeadline(t *testing.T) {
 		t.Errorf("moved = %v, %v: want ~4 s ahead", d, ok)
 	}
 }
+
+// TestMCPHumanWithoutSession: a context that carries no MCP session (no
+// client) cannot be asked: no capability, and Elicit fails.
+func TestMCPHumanWithoutSession(t *testing.T) {
+	h := NewMCPHuman(context.Background(), nil)
+	if c := h.Caps(); c.Form || c.Missing == "" {
+		t.Errorf("caps %+v: want none, with the reason", c)
+	}
+	if _, err := h.Elicit(context.Background(), approvalForm("s", "t", json.RawMessage(`{}`))); err == nil {
+		t.Error("Elicit without a client succeeded")
+	}
+}
