@@ -47,6 +47,20 @@ type approvals struct {
 	granted map[string]bool // server + "\x00" + tool
 	waiting atomic.Int32
 	paused  atomic.Int64 // nanoseconds spent waiting for answers
+	// decisions counts the call's logged decisions (maxLoggedDecisions).
+	decisions atomic.Int64
+}
+
+// maxLoggedDecisions bounds the approval decisions of one call logged at
+// info level.
+const maxLoggedDecisions = 16
+
+// unlogged is how many of the call's decisions were not logged at info.
+func (a *approvals) unlogged() int64 {
+	if a == nil {
+		return 0
+	}
+	return max(a.decisions.Load()-maxLoggedDecisions, 0)
 }
 
 func newApprovals(h Human) *approvals {
@@ -191,11 +205,28 @@ func deniedError(msg string) error {
 // (fail closed). Every decision is logged, never the arguments.
 func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, args json.RawMessage) error {
 	key := server + "\x00" + tool
+	// Decisions are logged at info, the first maxLoggedDecisions of a
+	// call each; a loop in the cell against a client that answers at once
+	// must not flood the log, so the rest go to debug level and the call
+	// logs their count when it ends. A refusal for want of a client is
+	// logged once a call and then counted (Scope.Refused); a call a "run"
+	// answer covers is logged at debug level.
+	var asks *approvals
 	logDecision := func(decision string) {
-		r.Log.Info().Str("server", server).Str("tool", printable.Log(tool)).Str("session", scope.Session).
+		ev := r.Log.Info()
+		switch {
+		case decision == "unavailable":
+			if !firstRefusal(scope) {
+				return
+			}
+		case decision == "run (approved earlier in this call)":
+			ev = r.Log.Debug()
+		case asks != nil && asks.decisions.Add(1) > maxLoggedDecisions:
+			ev = r.Log.Debug()
+		}
+		ev.Str("server", server).Str("tool", printable.Log(tool)).Str("session", scope.Session).
 			Int64("call", scope.Call).Str("decision", decision).Msg("approval")
 	}
-	var asks *approvals
 	if scope.human != nil {
 		var err error
 		if asks, err = scope.human.approvals(ctx); err != nil {

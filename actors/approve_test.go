@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -333,4 +334,48 @@ func TestMCPHumanWithoutSession(t *testing.T) {
 	if _, err := h.Elicit(context.Background(), approvalForm("s", "t", json.RawMessage(`{}`))); err == nil {
 		t.Error("Elicit without a client succeeded")
 	}
+}
+
+// TestApprovalLogBound: a loop of gated calls against a client that
+// answers at once logs the first decisions of the call at info level and
+// the rest at debug level only, never the arguments.
+func TestApprovalLogBound(t *testing.T) {
+	var calls atomic.Int64
+	pol, err := NewPolicy("bridge.policy", 0, map[string]ServerPolicy{"fake": {Approve: []string{"create"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gatedRouter(t, &calls, pol)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	r.Log = zerolog.New(zerolog.SyncWriter(lockedWriter{&mu, &buf})).Level(zerolog.InfoLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a := &activeCall{asks: newApprovals(&fakeHuman{caps: HumanCaps{Form: true}, answer: accept("deny")})}
+	for range maxLoggedDecisions + 10 {
+		_, _ = r.ServeSandbox(ctx, Scope{Servers: []string{"fake"}, human: a}, protocol.MethodCallTool,
+			json.RawMessage(`{"server":"fake","tool":"create","arguments":{"name":"secret-value"}}`))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Count(buf.String(), `"message":"approval"`); got != maxLoggedDecisions {
+		t.Errorf("%d decisions logged at info, want %d", got, maxLoggedDecisions)
+	}
+	if got := a.asks.unlogged(); got != 10 {
+		t.Errorf("unlogged = %d, want 10", got)
+	}
+	if strings.Contains(buf.String(), "secret-value") {
+		t.Error("an argument value reached the log")
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

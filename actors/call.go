@@ -150,6 +150,9 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		if k := call.scope.Refused.Load(); k > 1 {
 			s.log.Warn().Int64("call", n).Int64("refused", k).Msg("the policy refused tool calls of this call; the first is logged above")
 		}
+		if k := call.asks.unlogged(); k > 0 {
+			s.log.Info().Int64("call", n).Int64("decisions", k).Msg("more approval decisions in this call (logged at debug level)")
+		}
 	}()
 	defer sb.setActive(nil)
 	progress := progressFrom(req.Ctx)
