@@ -259,12 +259,15 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 	}()
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	noAnswer := func() error {
+		logDecision("timeout")
+		return deniedError(fmt.Sprintf("Tool %s.%s was not approved: no answer within %ds (MCP_BRIDGE_APPROVAL_TIMEOUT)", server, tool, int(timeout/time.Second)))
+	}
 	select {
 	case asks.turn <- struct{}{}:
 		defer func() { <-asks.turn }()
 	case <-wait.Done():
-		logDecision("timeout")
-		return deniedError(fmt.Sprintf("Tool %s.%s was not approved: no answer within %ds (MCP_BRIDGE_APPROVAL_TIMEOUT)", server, tool, int(timeout/time.Second)))
+		return noAnswer()
 	}
 	if asks.isGranted(key) { // a "run" answer came while this call queued
 		logDecision("run (approved earlier in this call)")
@@ -278,8 +281,7 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 		asks.grant(key)
 	case errors.Is(wait.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		// The client's request carries the same deadline: either may end first.
-		logDecision("timeout")
-		return deniedError(fmt.Sprintf("Tool %s.%s was not approved: no answer within %ds (MCP_BRIDGE_APPROVAL_TIMEOUT)", server, tool, int(timeout/time.Second)))
+		return noAnswer()
 	case err != nil:
 		logDecision("error")
 		r.Log.Debug().Err(err).Msg("approval request failed")
