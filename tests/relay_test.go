@@ -166,3 +166,29 @@ await other`, "servers": []string{"everything"}, "timeout": 90})
 		t.Errorf("questions %+v: want one, naming the server and tool", qs)
 	}
 }
+
+// TestElicitationRelayURL: URL mode is declared upstream only when the
+// client declared it; the everything server then lists its URL tool, and
+// the URL request reaches the client in URL mode, its URL intact.
+func TestElicitationRelayURL(t *testing.T) {
+	requirePodman(t)
+	h := newHuman(t, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+	})
+	b := startBridgeDir(t, "", everythingEnv(t, t.TempDir()), bridgeBin, []string{"run"}, "bridge-e2e", client.WithElicitationHandler(h),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+	got := b.mustOK("print(await mcp_everything.trigger_url_elicitation(url='https://example.com/consent'))", "everything")
+	qs := h.questions()
+	if len(qs) != 1 || qs[0].Params.Mode != mcp.ElicitationModeURL || qs[0].Params.URL != "https://example.com/consent" {
+		t.Fatalf("questions %+v (result %s): want one URL-mode request with the URL intact", qs, got)
+	}
+	if !strings.HasPrefix(qs[0].Params.Message, "everything.trigger-url-elicitation asks: ") {
+		t.Errorf("message %q: want the server and tool named", qs[0].Params.Message)
+	}
+
+	// A client that declared form mode only: the URL tool is not listed.
+	form := startBridgeDir(t, "", everythingEnv(t, t.TempDir()), bridgeBin, []string{"run"}, "bridge-e2e", client.WithElicitationHandler(h))
+	if got := form.mustOK("print(hasattr(mcp_everything, 'trigger_url_elicitation'))", "everything"); !strings.Contains(got, "False") {
+		t.Errorf("form-only client: the URL tool is listed: %s", got)
+	}
+}
