@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
 	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
@@ -13,6 +16,25 @@ import (
 // (bridge exec with $BROWSER or a terminal). Without it such a call fails at
 // once naming `bridge auth login`. Call it before the first call.
 func (e *Engine) SetSignIn(ui *oauth.Interaction) { e.signIn.Store(ui) }
+
+// SignInThroughClient lets calls of `bridge run` sign in when the MCP
+// client of the call declared URL-mode elicitation: the sign-in link goes
+// to the person as an elicitation, the browser's answer comes back on the
+// loopback callback (the stdio bridge runs on the person's machine).
+// Anything else fails at once naming `bridge auth login`. Not for `bridge
+// serve`: there the callback would land on the server's host.
+func (e *Engine) SignInThroughClient() {
+	e.SetSignIn(&oauth.Interaction{Out: io.Discard, Timeout: oauth.DefaultTimeout, Can: actors.CanAskURL,
+		Ask: func(ctx context.Context, u string) bool {
+			return actors.AskURL(ctx, oauth.DefaultTimeout, "sign in to use this server: open the link in a browser", u, randomID())
+		}})
+}
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // Tokens is the token store under the state dir.
 func (e *Engine) Tokens() *oauth.Store { return oauth.NewStore(e.Env.StateDir) }

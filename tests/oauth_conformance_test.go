@@ -9,6 +9,7 @@ package tests
 // the redirects like a user who clicks "allow".
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The test binary doubles as the adapter and the browser, so a prebuilt
@@ -82,7 +87,7 @@ func conformanceAdapter(url string) int {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN":
+		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN", "BRIDGE_OAUTH_VIA":
 		default:
 			env = append(env, kv)
 		}
@@ -111,6 +116,9 @@ func conformanceAdapter(url string) int {
 			return code
 		}
 	}
+	if os.Getenv("BRIDGE_OAUTH_VIA") == "run" {
+		return viaRun(bridge, env, logf)
+	}
 	if code := run("exec", "--servers", "conf", "--timeout", "90",
 		`print(await runtime.call_tool("conf", "test-tool", {}))`); code != 0 {
 		return code
@@ -119,6 +127,81 @@ func conformanceAdapter(url string) int {
 	// verdict from the log.
 	run("doctor", "--server", "conf")
 	return 0
+}
+
+// viaRun calls the tool through `bridge run` with an MCP client that
+// declares URL-mode elicitation and, asked to open a link, opens it like
+// a browser; $BROWSER is unset, so any sign-in must come through the client.
+func viaRun(bridge string, env []string, logf io.Writer) int {
+	var runEnv []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "BROWSER=") {
+			runEnv = append(runEnv, kv)
+		}
+	}
+	tr := transport.NewStdioWithOptions(bridge, runEnv, []string{"run"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := tr.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "adapter: start bridge run:", err)
+		return 1
+	}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(io.MultiWriter(os.Stderr, logf), tr.Stderr())
+	}()
+	asked := 0
+	c := client.NewClient(tr, client.WithElicitationHandler(linkOpener{&asked}),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+	defer func() {
+		c.Close()
+		<-stderrDone
+	}()
+	if err := c.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "adapter: client:", err)
+		return 1
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "oauth-adapter", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		fmt.Fprintln(os.Stderr, "adapter: initialize:", err)
+		return 1
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "run_python"
+	req.Params.Arguments = map[string]any{"code": `print(await runtime.call_tool("conf", "test-tool", {}))`, "servers": []string{"conf"}, "timeout": 90}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "adapter: run_python:", err)
+		return 1
+	}
+	text := ""
+	for _, ct := range res.Content {
+		if tc, ok := ct.(mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	fmt.Fprintf(io.MultiWriter(os.Stdout, logf), "run_python (sign-in links opened: %d):\n%s\n", asked, text)
+	if res.IsError || !strings.Contains(text, "'text': 'test'") {
+		return 1
+	}
+	return 0
+}
+
+// linkOpener is the adapter's MCP client user: it opens URL-mode links
+// (following redirects, like a browser whose user clicks "allow") and
+// declines forms.
+type linkOpener struct{ asked *int }
+
+func (l linkOpener) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if req.Params.Mode != mcp.ElicitationModeURL {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+	}
+	*l.asked++
+	go fakeBrowser(req.Params.URL) // the answer comes before the browser is done, as with a person
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
 }
 
 // conformanceBin is the pinned conformance suite; a missing suite fails
@@ -154,6 +237,28 @@ func TestOAuthExecSignsInInline(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), "OVERALL: PASSED") {
 			t.Errorf("%s with exec alone: %v\n%s", scenario, err, b)
 		}
+	}
+}
+
+// TestOAuthRunSignsInThroughClient: under `bridge run`, a tools/call that
+// the server refuses for scope (403 insufficient_scope) sends the sign-in
+// link to the MCP client as a URL-mode elicitation, and the call goes
+// through once the person opened it.
+func TestOAuthRunSignsInThroughClient(t *testing.T) {
+	bin, self := conformanceBin(t)
+	cmd := exec.Command(bin, "client", "--scenario", "auth/scope-step-up", "--timeout", "120000", "--command", self)
+	logDir := t.TempDir()
+	cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_VIA=run",
+		"BRIDGE_OAUTH_BRIDGE="+bridgeBin, "BRIDGE_OAUTH_LOGDIR="+logDir)
+	b, err := cmd.CombinedOutput()
+	logs, _ := filepath.Glob(filepath.Join(logDir, "scenario-*.log"))
+	var log []byte
+	if len(logs) == 1 {
+		log, _ = os.ReadFile(logs[0])
+	}
+	// Login took the first scope; the step-up's link went to the client.
+	if err != nil || !strings.Contains(string(b), "OVERALL: PASSED") || !strings.Contains(string(log), "sign-in links opened: 1") {
+		t.Errorf("auth/scope-step-up through bridge run: %v\n%s\nadapter log:\n%s", err, b, log)
 	}
 }
 

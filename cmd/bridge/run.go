@@ -40,6 +40,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	}
 	log := m.logger(env, env.LogLevel)
 	e := engine.New(env, Version(), log, m.Getenv, *watch)
+	e.SignInThroughClient()
 	if err := e.Serve(ctx, m.Stdin, out); err != nil {
 		log.Error().Err(err).Msg("bridge stopped")
 		return 1

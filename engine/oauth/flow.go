@@ -32,6 +32,13 @@ type Interaction struct {
 	Open    func(url string) error
 	Paste   io.Reader
 	Timeout time.Duration
+	// Can, when set, tells whether the request of ctx can reach a person
+	// at all (bridge run: only a call whose MCP client takes sign-in
+	// links); a request that cannot fails at once naming the fix.
+	Can func(ctx context.Context) bool
+	// Ask, when set, sends the URL to the person of the request's ctx
+	// (URL-mode elicitation) instead of Open; false ends the sign-in.
+	Ask func(ctx context.Context, url string) bool
 }
 
 // DefaultTimeout is how long a sign-in waits for the browser.
@@ -314,6 +321,10 @@ func (s *signIn) await(ctx context.Context, authURL, state string, codes <-chan 
 	fmt.Fprintf(s.ui.Out, "bridge: sign in to %s by opening this URL in a browser:\n  %s\n", s.server, authURL)
 	if s.ui.Paste != nil {
 		fmt.Fprintf(s.ui.Out, "bridge: then paste here the URL the browser was sent to (it starts with http://127.0.0.1):\n")
+	} else if s.ui.Ask != nil {
+		if !s.ui.Ask(ctx, authURL) {
+			return "", &RequiredError{Server: s.server, Scope: s.scope, Reason: " (the sign-in link was not accepted)"}
+		}
 	} else if s.ui.Open != nil {
 		if err := s.ui.Open(authURL); err != nil {
 			fmt.Fprintf(s.ui.Out, "bridge: could not open a browser (%v); open the URL yourself\n", err)

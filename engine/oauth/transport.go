@@ -201,7 +201,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if stepUp && rec != nil {
 			scope = unionScopes(rec.Scope, ch.Scope)
 		}
-		if t.UI == nil {
+		if t.UI == nil || (t.UI.Can != nil && !t.UI.Can(req.Context())) {
 			why := ""
 			if stepUp {
 				why = " with more scope"
