@@ -157,7 +157,7 @@ func (e *Engine) configOptions() config.Options {
 		// principals (bridge serve) must not read them.
 		e.opts = config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
 			SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd,
-			Project: true, ProjectServers: e.Env.ProjectServers}
+			Project: !e.Env.Serving, ProjectServers: e.Env.ProjectServers}
 	})
 	return e.opts
 }
@@ -294,6 +294,22 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	return root
 }
 
+// frontConfig is the MCP front's tool, resource and dispatcher, for the
+// stdio front and the HTTP one.
+func (e *Engine) frontConfig(log zerolog.Logger) actors.FrontConfig {
+	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
+	return actors.FrontConfig{
+		Name: "bridge", Version: e.Version,
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
+		Resource:     Resource(ResourceText(manual)),
+		ResourceText: ResourceText(manual),
+		Dispatcher:   e.dispatcher,
+		Render:       e.renderTool,
+		Structured:   e.Env.Structured,
+		Log:          log,
+	}
+}
+
 // ErrFrontFailed means the stdio front failed; the process exits 1 (SUP-3).
 var ErrFrontFailed = errors.New("front failed")
 
@@ -302,19 +318,9 @@ var ErrFrontFailed = errors.New("front failed")
 func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
-	front := actors.NewFront(actors.FrontConfig{
-		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
-		Resource:     Resource(ResourceText(manual)),
-		ResourceText: ResourceText(manual),
-		Dispatcher:   e.dispatcher,
-		Render:       e.renderTool,
-		Structured:   e.Env.Structured,
-		In:           in, Out: out,
-		Log:  e.Log.With().Str("actor", "front").Logger(),
-		Done: cancel,
-	})
+	cfg := e.frontConfig(e.Log.With().Str("actor", "front").Logger())
+	cfg.In, cfg.Out, cfg.Done = in, out, cancel
+	front := actors.NewFront(cfg)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go e.logEvents(ctx, &wg)

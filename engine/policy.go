@@ -20,6 +20,13 @@ const PolicyFile = "bridge.policy"
 type policyDoc struct {
 	MaxToolCallsPerExecution int                            `json:"maxToolCallsPerExecution"`
 	Servers                  map[string]actors.ServerPolicy `json:"servers"`
+	// Principals narrows the rules per principal of bridge serve.
+	Principals map[string]principalDoc `json:"principals"`
+}
+
+// principalDoc is one principal's grants.
+type principalDoc struct {
+	Servers map[string]actors.ServerPolicy `json:"servers"`
 }
 
 // LoadPolicy reads <dir>/bridge.policy. A missing file is no policy; a file
@@ -49,6 +56,14 @@ func LoadPolicy(dir string) *actors.Policy {
 	}
 	compiled, err := actors.NewPolicy(p, doc.MaxToolCallsPerExecution, doc.Servers)
 	if err != nil {
+		pol.Err = fmt.Errorf("policy: %w", err)
+		return pol
+	}
+	grants := map[string]map[string]actors.ServerPolicy{}
+	for name, pd := range doc.Principals {
+		grants[name] = pd.Servers
+	}
+	if err := compiled.WithPrincipals(grants); err != nil {
 		pol.Err = fmt.Errorf("policy: %w", err)
 		return pol
 	}
