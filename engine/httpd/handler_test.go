@@ -48,7 +48,9 @@ func testHandler(t testing.TB, ready bool, origins ...string) http.Handler {
 
 type reqOpt func(*http.Request)
 
-func token(tok string) reqOpt { return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) } }
+func token(tok string) reqOpt {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+}
 func header(k, v string) reqOpt {
 	return func(r *http.Request) { r.Header.Set(k, v) }
 }
