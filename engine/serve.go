@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -127,14 +126,14 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		server.WithStreamableHTTPLogger(slog.Default()),
 		server.WithSessionIdleTTL(mcpSessionTTL),
 	)
-	var draining atomic.Bool
+	drain := &httpd.Drain{}
 	ready := newReadiness(e)
 	host, _, _ := net.SplitHostPort(opts.Listen)
 	handler := httpd.Handler(httpd.Config{
 		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
-		Ready: func() bool { return !draining.Load() && ready.ok() },
+		Ready: ready.ok, Drain: drain,
 	})
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -194,8 +193,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	case serveErr = <-served:
 		served <- serveErr
 	}
-	draining.Store(true)
-	e.drain(srv, mcpHTTP, opts.DrainTimeout, stopActors, hlog)
+	e.drain(drain, srv, mcpHTTP, opts.DrainTimeout, stopActors, hlog)
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
 		serveErr = err
 	}
@@ -209,26 +207,30 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	return nil
 }
 
-// drain stops accepting, waits up to timeout for the requests in flight,
-// then interrupts the calls (stopping the actors ends each running call
-// with a result) and waits for their results to be written.
-func (e *Engine) drain(srv *http.Server, mcpHTTP *server.StreamableHTTPServer, timeout time.Duration, interrupt func(), log zerolog.Logger) {
-	log.Info().Dur("drainTimeout", timeout).Msg("draining: no new connections; waiting for calls in flight")
-	// The standalone SSE streams (GET) never end on their own; closing
-	// them lets Shutdown see the connections go idle.
+// drain refuses new requests (503, and /readyz 503), waits up to timeout
+// for the requests in flight, then interrupts the calls still running
+// (stopping the actors ends each with a result) and waits for those
+// results to be written, before it closes the server.
+func (e *Engine) drain(d *httpd.Drain, srv *http.Server, mcpHTTP *server.StreamableHTTPServer, timeout time.Duration, interrupt func(), log zerolog.Logger) {
+	d.Start()
+	log.Info().Dur("drainTimeout", timeout).Int("inFlight", d.InFlight()).Msg("draining: refusing new requests; waiting for calls in flight")
+	// The standalone SSE streams (GET) never end on their own.
 	_ = mcpHTTP.Shutdown(context.Background())
 	dctx, cancel := context.WithTimeout(context.Background(), timeout)
-	err := srv.Shutdown(dctx)
+	err := d.Wait(dctx)
 	cancel()
-	if err == nil {
-		return
+	if err != nil {
+		log.Warn().Int("inFlight", d.InFlight()).Msg("drain timeout reached; interrupting the calls still running")
+		interrupt()
+		ictx, cancel := context.WithTimeout(context.Background(), interruptBound)
+		if err := d.Wait(ictx); err != nil {
+			log.Error().Int("inFlight", d.InFlight()).Msg("requests still in flight after the interrupt")
+		}
+		cancel()
 	}
-	log.Warn().Msg("drain timeout reached; interrupting the calls still running")
-	interrupt()
-	ictx, cancel := context.WithTimeout(context.Background(), interruptBound)
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(ictx); err != nil {
-		log.Error().Err(err).Msg("connections still open after the interrupt; closing them")
+	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 	}
 }

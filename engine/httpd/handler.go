@@ -36,8 +36,10 @@ type Config struct {
 	MCP http.Handler
 	// Bindings binds MCP session ids to principals.
 	Bindings *Bindings
-	// Ready reports readiness (runtime and image ready, not draining).
+	// Ready reports readiness (runtime and image ready); Drain refuses
+	// new requests once the bridge stops, and /readyz then answers 503.
 	Ready   func() bool
+	Drain   *Drain
 	Metrics *Metrics
 	Log     zerolog.Logger
 }
@@ -56,7 +58,7 @@ func Handler(cfg Config) http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !cfg.Ready() {
+		if cfg.Drain.Draining() || !cfg.Ready() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, "not ready\n")
 			return
@@ -71,7 +73,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-authorization-server", notFound)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
 	mux.Handle("/metrics", cfg.auth(cfg.Metrics.Handler()))
-	mux.Handle("/mcp", cfg.origin(cfg.auth(cfg.bind(cfg.body(cfg.MCP)))))
+	mux.Handle("/mcp", cfg.Drain.wrap(cfg.origin(cfg.auth(cfg.bind(cfg.body(cfg.MCP))))))
 	return cfg.count(mux)
 }
 

@@ -42,7 +42,7 @@ func testHandler(t testing.TB, ready bool, origins ...string) http.Handler {
 	return Handler(Config{
 		ListenHost: "bridge.example.com", Tokens: tokens, AllowedOrigins: origins, MaxBody: testMaxBody,
 		MCP:      server.NewStreamableHTTPServer(mcpSrv, server.WithSessionIdManagerResolver(b.Resolver())),
-		Bindings: b, Ready: func() bool { return ready }, Metrics: NewMetrics(), Log: zerolog.Nop(),
+		Bindings: b, Ready: func() bool { return ready }, Drain: &Drain{}, Metrics: NewMetrics(), Log: zerolog.Nop(),
 	})
 }
 
