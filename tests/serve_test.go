@@ -209,3 +209,52 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Errorf("exit: %v, want 0", s.err)
 	}
 }
+
+// TestServeLimits: with one call slot per principal, alice's second call
+// waits for her first only within its own timeout, while bob's call runs
+// at once; alice's second session evicts her own idle one at her session
+// cap, never bob's.
+func TestServeLimits(t *testing.T) {
+	tokens := writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
+	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens,
+		"MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL": "1", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": "1"})
+	alice, bob := s.mustClient(aliceToken), s.mustClient(bobToken)
+	callHTTP(t, bob, map[string]any{"code": "kept = 'bob'"})
+	callHTTP(t, alice, map[string]any{"code": "import time"})
+	first := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "run_python"
+		req.Params.Arguments = map[string]any{"code": "time.sleep(4)\nprint('first')"}
+		r, _ := alice.CallTool(ctx, req)
+		first <- r
+	}()
+	time.Sleep(700 * time.Millisecond)
+	start := time.Now()
+	r := callHTTP(t, alice, map[string]any{"code": "print('second')", "timeout": 1})
+	if got := text(t, r); !r.IsError || !strings.Contains(got, "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL") {
+		t.Errorf("alice's queued call: %q, want a timeout naming MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL", got)
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("the queued call took %v, past its own 1s timeout", waited)
+	}
+	start = time.Now()
+	if r := callHTTP(t, bob, map[string]any{"code": "print(kept)"}); text(t, r) != "bob" {
+		t.Errorf("bob's call: %q", text(t, r))
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("bob's call took %v while alice's slot was taken", waited)
+	}
+	if r := <-first; r == nil || text(t, r) != "first" {
+		t.Fatalf("alice's first call: %+v", r)
+	}
+	// At her cap of one session, alice's new session evicts her own.
+	if r := callHTTP(t, alice, map[string]any{"session": "other", "code": "print(1)"}); r.IsError {
+		t.Fatalf("alice's second session: %q", text(t, r))
+	}
+	if r := callHTTP(t, bob, map[string]any{"code": "print(kept)"}); text(t, r) != "bob" {
+		t.Errorf("bob's session after alice's eviction: %q", text(t, r))
+	}
+}
