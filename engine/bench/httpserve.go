@@ -27,8 +27,8 @@ import (
 // httpClientCounts are the concurrency levels measured.
 var httpClientCounts = []int{1, 10, 50}
 
-// floodCap is the flooding principal's MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL;
-// it runs twice as many loops, so its calls queue at the cap.
+// floodCap is the flooding principal's MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL
+// (its default), and the number of print(1) loops it runs.
 const floodCap = 4
 
 // served is a bridge serve process.
