@@ -111,6 +111,12 @@ func writeTokens(t *testing.T, lines ...string) string {
 // httpClient is an initialized mcp-go streamable HTTP client of s with
 // token ("" sends none).
 func (s *served) client(token string) (*client.Client, error) {
+	return s.clientVersion(token, "2025-11-25")
+}
+
+// clientVersion is client asking for protocol version ("" lets mcp-go
+// try the stateless 2026-07-28 revision first).
+func (s *served) clientVersion(token, version string) (*client.Client, error) {
 	var opts []transport.StreamableHTTPCOption
 	if token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
@@ -125,7 +131,7 @@ func (s *served) client(token string) (*client.Client, error) {
 		return nil, err
 	}
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = "2025-11-25"
+	req.Params.ProtocolVersion = version
 	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-e2e-http", Version: "1"}
 	if _, err := c.Initialize(ctx, req); err != nil {
 		c.Close()

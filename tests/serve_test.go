@@ -48,6 +48,33 @@ func TestServeTeam(t *testing.T) {
 		}
 	})
 
+	t.Run("stateless revision", func(t *testing.T) {
+		// mcp-go's client tries 2026-07-28 first: no MCP session, every
+		// request carries its own token, and the principal's sessions are
+		// the same ones.
+		c, err := s.clientVersion(bobToken, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got := c.ProtocolVersion(); got != "2026-07-28" {
+			t.Errorf("negotiated %q, want 2026-07-28", got)
+		}
+		r := callHTTP(t, c, map[string]any{"code": "print(globals().get('secret'), load_memory('k'))"})
+		if got := text(t, r); r.IsError || got != "None None" {
+			t.Fatalf("bob over 2026-07-28: %q", got)
+		}
+		c2, err := s.clientVersion(aliceToken, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		r = callHTTP(t, c2, map[string]any{"code": "print(secret)"})
+		if got := text(t, r); r.IsError || got != "alice-only" {
+			t.Fatalf("alice over 2026-07-28: %q", got)
+		}
+	})
+
 	t.Run("auth", func(t *testing.T) {
 		if _, err := s.client("tok-wrong"); err == nil {
 			t.Fatal("a client with a wrong token initialized")
@@ -128,7 +155,7 @@ func TestServeTeam(t *testing.T) {
 			}
 		}
 		for _, want := range []string{`bridge_calls_total{principal="alice",status="success"}`, `bridge_call_duration_seconds_bucket{principal="bob"`,
-			`bridge_live_sessions{principal="alice"} 2`, `bridge_calls_total{principal="bob",status="success"} 1`} {
+			`bridge_live_sessions{principal="alice"} 2`, `bridge_calls_total{principal="bob",status="success"} 2`} {
 			if code != 200 || !strings.Contains(body, want) {
 				t.Errorf("/metrics: %d, missing %s", code, want)
 			}
