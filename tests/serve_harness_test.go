@@ -29,7 +29,7 @@ type served struct {
 	err    error // Wait's, once exited is closed
 }
 
-var servingURL = regexp.MustCompile(`"url":"(http://127\.0\.0\.1:[0-9]+)/mcp"`)
+var servingURL = regexp.MustCompile(`"url":"(https?://127\.0\.0\.1:[0-9]+)/mcp"`)
 
 // startServe starts `bridge serve --listen 127.0.0.1:0 args...` and waits
 // for it to listen.
