@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -118,7 +119,8 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	gate := newCallGate(e.Env.MaxCallsPerPrincipal)
 
 	fcfg := e.frontConfig(hlog)
-	fcfg.Run = e.httpRun(gate, metrics)
+	var interrupted atomic.Bool
+	fcfg.Run = e.httpRun(gate, metrics, &interrupted)
 	front := actors.NewFront(fcfg)
 	bindings := httpd.NewBindings()
 	mcpHTTP := server.NewStreamableHTTPServer(front.Server(),
@@ -193,7 +195,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	case serveErr = <-served:
 		served <- serveErr
 	}
-	e.drain(drain, srv, mcpHTTP, opts.DrainTimeout, stopActors, hlog)
+	e.drain(drain, srv, mcpHTTP, opts.DrainTimeout, func() { interrupted.Store(true); stopActors() }, hlog)
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
 		serveErr = err
 	}

@@ -97,7 +97,9 @@ func (g *callGate) acquire(ctx context.Context, principal string, deadline time.
 // httpRun runs one call of bridge serve: validation, the principal's call
 // slot (waiting counts against the call's own timeout), the call, then one
 // access log line and the metrics. Code and arguments are never logged.
-func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics) func(context.Context, json.RawMessage) result.Result {
+// interrupted is set when the drain timeout has passed: a call that ends
+// after it says why it was cut short.
+func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics, interrupted *atomic.Bool) func(context.Context, json.RawMessage) result.Result {
 	return func(ctx context.Context, raw json.RawMessage) (res result.Result) {
 		queued := time.Now()
 		principal := actors.PrincipalFrom(ctx)
@@ -125,6 +127,9 @@ func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics) func(context.Context,
 		defer release()
 		res = e.dispatcher.RunArgs(ctx, args, queued)
 		res.Notes = append(res.Notes, args.Notes...)
+		if interrupted.Load() && res.Status != result.StatusSuccess {
+			res.Notes = append(res.Notes, "interrupted: the bridge is shutting down (SIGTERM) and its --drain-timeout has passed; run it again")
+		}
 		return res
 	}
 }

@@ -221,7 +221,7 @@ func TestServeSIGTERM(t *testing.T) {
 		t.Fatalf("the long call got no result: %v", long.err)
 	}
 	t.Logf("long call result: %q", text(t, long.res))
-	if got := text(t, long.res); !long.res.IsError || strings.Contains(got, "long done") {
+	if got := text(t, long.res); !long.res.IsError || strings.Contains(got, "long done") || !strings.Contains(got, "--drain-timeout") {
 		t.Errorf("long call: %q (isError %v), want an interrupted error", got, long.res.IsError)
 	}
 	if waited := time.Since(sent); waited < 5*time.Second {
