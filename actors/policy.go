@@ -35,6 +35,9 @@ type ServerPolicy struct {
 	Allow    []string           `json:"allow,omitempty"`
 	Deny     []string           `json:"deny,omitempty"`
 	Timeouts map[string]float64 `json:"timeouts,omitempty"` // seconds, by tool name or pattern
+	// Resources false refuses the server's resources (list and read);
+	// unset or true allows them (resources.go).
+	Resources *bool `json:"resources,omitempty"`
 }
 
 // serverRules is one ServerPolicy compiled.

@@ -45,6 +45,11 @@ type serverConn struct {
 	served   atomic.Bool
 	children ChildRegistry
 	progress progressRoutes // the progress tokens of calls in flight (upstream.go)
+	// toolTasks says the server accepts task-augmented tools/call; set
+	// before the connection is handed out. tasks are its tasks in flight
+	// (tasks.go).
+	toolTasks bool
+	tasks     taskCalls
 
 	done      chan struct{} // closed when the process exits or the connection is lost
 	doneOnce  sync.Once
@@ -268,6 +273,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return fail(ir.err)
 	}
 	conn.version = ir.res.ServerInfo.Version
+	conn.toolTasks = toolCallTasks(ir.res.Capabilities)
 	tools, err := conn.listTools(ctx)
 	if err != nil {
 		return fail(err)
