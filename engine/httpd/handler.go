@@ -190,12 +190,16 @@ func (cfg Config) body(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tooLarge := func() {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, -32600,
-				fmt.Sprintf("request body over %d bytes (MCP_BRIDGE_MAX_FRAME_BYTES + 64 KiB); send less code", cfg.MaxBody))
+		// A refusal closes the connection: net/http would otherwise try to
+		// read the rest of the body before answering, from a client that
+		// is stalled or still sending megabytes.
+		refuse := func(status int, msg string) {
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, status, -32600, msg)
 		}
+		tooLarge := fmt.Sprintf("request body over %d bytes (MCP_BRIDGE_MAX_FRAME_BYTES + 64 KiB); send less code", cfg.MaxBody)
 		if r.ContentLength > cfg.MaxBody {
-			tooLarge()
+			refuse(http.StatusRequestEntityTooLarge, tooLarge)
 			return
 		}
 		rc := http.NewResponseController(w)
@@ -203,19 +207,19 @@ func (cfg Config) body(next http.Handler) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(cfg.BodyTimeout))
 		}
 		data, err := io.ReadAll(io.LimitReader(r.Body, cfg.MaxBody+1))
-		_ = rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			msg := "reading the request body failed"
 			if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 				msg = fmt.Sprintf("request body not received within %s", cfg.BodyTimeout)
 			}
-			writeRPCError(w, http.StatusRequestTimeout, -32600, msg)
+			refuse(http.StatusRequestTimeout, msg)
 			return
 		}
 		if int64(len(data)) > cfg.MaxBody {
-			tooLarge()
+			refuse(http.StatusRequestEntityTooLarge, tooLarge)
 			return
 		}
+		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(bytes.NewReader(data))
 		r.ContentLength = int64(len(data))
 		next.ServeHTTP(w, r)

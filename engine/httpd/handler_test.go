@@ -1,14 +1,18 @@
 package httpd
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -40,7 +44,7 @@ func testHandler(t testing.TB, ready bool, origins ...string) http.Handler {
 	})
 	b := NewBindings()
 	return Handler(Config{
-		ListenHost: "bridge.example.com", Tokens: tokens, AllowedOrigins: origins, MaxBody: testMaxBody,
+		ListenHost: "bridge.example.com", Tokens: tokens, AllowedOrigins: origins, MaxBody: testMaxBody, BodyTimeout: 300 * time.Millisecond,
 		MCP:      server.NewStreamableHTTPServer(mcpSrv, server.WithSessionIdManagerResolver(b.Resolver())),
 		Bindings: b, Ready: func() bool { return ready }, Drain: &Drain{}, Metrics: NewMetrics(), Log: zerolog.Nop(),
 	})
@@ -201,5 +205,34 @@ func TestHandlerSessionBoundToPrincipal(t *testing.T) {
 func TestHandlerReadyz(t *testing.T) {
 	if got := do(testHandler(t, true), "GET", "/readyz", "").Code; got != 200 {
 		t.Errorf("ready: %d, want 200", got)
+	}
+}
+
+// TestHandlerBodyDeadline: a client that sends its headers and then
+// stalls mid-body gets 408 once the body deadline passes, on a real
+// connection (the deadline is the connection's).
+func TestHandlerBodyDeadline(t *testing.T) {
+	h := testHandler(t, true)
+	inner := h
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, r) }))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-alice\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("stalled body: %d, want 408", resp.StatusCode)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("answered after %v, want about the 300ms body deadline", d)
 	}
 }
