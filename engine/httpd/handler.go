@@ -172,6 +172,13 @@ func bearer(h string) (string, bool) {
 func (cfg Config) bind(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
+		if id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
+			// mcp-go would mint an id for a GET without one, bound to
+			// nothing; the stream it opens belongs to a session.
+			writeRPCError(w, http.StatusBadRequest, -32600,
+				"missing Mcp-Session-Id: send initialize first and pass the session id it returns")
+			return
+		}
 		if id != "" && !cfg.Bindings.Owns(actors.PrincipalFrom(r.Context()), id) {
 			writeRPCError(w, http.StatusNotFound, -32001,
 				"unknown MCP session id (it ended, the bridge restarted, or it is not yours): send initialize without Mcp-Session-Id to start a new session")

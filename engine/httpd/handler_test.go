@@ -236,3 +236,49 @@ func TestHandlerBodyDeadline(t *testing.T) {
 		t.Errorf("answered after %v, want about the 300ms body deadline", d)
 	}
 }
+
+// TestBindingsCapPerPrincipal: past the cap a principal's oldest ids go,
+// and only its own.
+func TestBindingsCapPerPrincipal(t *testing.T) {
+	b := NewBindings()
+	b.max = 3
+	alice := manager{b: b, principal: "alice"}
+	bob := manager{b: b, principal: "bob"}
+	bobID := bob.Generate()
+	var ids []string
+	for range 5 {
+		ids = append(ids, alice.Generate())
+	}
+	for i, id := range ids {
+		if got, want := b.Owns("alice", id), i >= 2; got != want {
+			t.Errorf("alice's id %d live = %v, want %v", i, got, want)
+		}
+	}
+	if !b.Owns("bob", bobID) {
+		t.Error("alice's ids evicted bob's")
+	}
+	if _, err := alice.Terminate(ids[4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.Terminate(ids[3]); err == nil {
+		t.Error("bob terminated alice's id")
+	}
+	if got := b.Len(); got != 3 {
+		t.Errorf("Len = %d, want 3 (alice 2, bob 1)", got)
+	}
+	for range 10 * 3 {
+		if _, err := alice.Terminate(alice.Generate()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(b.order["alice"]); got > 2*b.max+1 {
+		t.Errorf("alice's order holds %d ids, want it compacted", got)
+	}
+}
+
+func TestHandlerGetNeedsSession(t *testing.T) {
+	h := testHandler(t, true)
+	if w := do(h, "GET", "/mcp", "", token("tok-alice")); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Mcp-Session-Id") {
+		t.Errorf("GET without a session: %d %s, want 400 naming Mcp-Session-Id", w.Code, w.Body)
+	}
+}
