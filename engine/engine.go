@@ -246,7 +246,7 @@ func (e *Engine) Render(r result.Result) *mcp.CallToolResult {
 // renderTool renders a run_python result for the MCP front: Render plus the
 // limits warning on the first result of each session.
 func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
-	e.limitsNote(&r)
+	e.limitsNote(r.Session, &r)
 	return e.Render(r)
 }
 
@@ -254,7 +254,10 @@ func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
 // result of each session where cgroups cannot enforce the sandbox's limits.
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
-func (e *Engine) limitsNote(r *result.Result) {
+//
+// key names the session in the warned set: its name, or with bridge serve
+// its (principal, name) key, so each principal's sessions get their own.
+func (e *Engine) limitsNote(key string, r *result.Result) {
 	if e.Container == nil {
 		return
 	}
@@ -266,7 +269,7 @@ func (e *Engine) limitsNote(r *result.Result) {
 	if w == "" {
 		return
 	}
-	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
+	if _, seen := e.warned.LoadOrStore(key, struct{}{}); !seen {
 		r.Notes = append(r.Notes, w)
 	}
 }

@@ -119,6 +119,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	gate := newCallGate(e.Env.MaxCallsPerPrincipal)
 
 	fcfg := e.frontConfig(hlog)
+	fcfg.Render = e.Render // httpRun adds the limits warning per (principal, session)
 	var interrupted atomic.Bool
 	fcfg.Run = e.httpRun(gate, metrics, &interrupted)
 	front := actors.NewFront(fcfg)

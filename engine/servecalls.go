@@ -127,6 +127,7 @@ func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics, interrupted *atomic.B
 		defer release()
 		res = e.dispatcher.RunArgs(ctx, args, queued)
 		res.Notes = append(res.Notes, args.Notes...)
+		e.limitsNote(actors.SessionKey(principal, res.Session), &res)
 		if interrupted.Load() && res.Status != result.StatusSuccess {
 			res.Notes = append(res.Notes, "interrupted: the bridge is shutting down (SIGTERM) and its --drain-timeout has passed; run it again")
 		}
