@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"strings"
+
+	"github.com/rs/zerolog"
 )
 
 // principal.go scopes a call to the principal that made it (bridge serve):
@@ -83,4 +85,13 @@ func (m *Sessions) publishCounts() {
 		c[p]++
 	})
 	m.counts.Store(&c)
+}
+
+// sessionLog is a session's logger: its name, and its principal if any.
+func sessionLog(l zerolog.Logger, name, principal string) zerolog.Logger {
+	c := l.With().Str("actor", "session").Str("session", name)
+	if principal != "" {
+		c = c.Str("principal", principal)
+	}
+	return c.Logger()
 }

@@ -80,7 +80,7 @@ func NewSession(name string, cfg *SandboxConfig, spares *Sessions, idle time.Dur
 		evicts:   make(chan request[struct{}, bool]),
 		ticks:    make(chan time.Time, 1),
 		done:     make(chan struct{}),
-		log:      cfg.Log.With().Str("actor", "session").Str("session", short).Str("principal", principal).Logger(),
+		log:      sessionLog(cfg.Log, short, principal),
 		lastUsed: time.Now(),
 	}
 }

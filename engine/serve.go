@@ -34,9 +34,6 @@ type HTTPOptions struct {
 	DrainTimeout   time.Duration // how long SIGTERM waits for calls before interrupting them
 	AllowedOrigins []string
 	InsecureNoAuth bool // no tokens file: loopback only
-	// OnListen, when set, is called with the bound address once the
-	// listener is open (tests and bench listen on port 0).
-	OnListen func(net.Addr)
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: under Kubernetes'
@@ -186,9 +183,6 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	}
 	e.Log.Info().Str("version", e.Version).Str("url", scheme+"://"+ln.Addr().String()+"/mcp").
 		Bool("auth", tokens != nil).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).Msg("bridge serving")
-	if opts.OnListen != nil {
-		opts.OnListen(ln.Addr())
-	}
 
 	var serveErr error
 	select {
