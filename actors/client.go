@@ -76,6 +76,10 @@ type ClientDeps struct {
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
 	Log     zerolog.Logger
+	// Caps is the capability set declared to the servers (relay.go); nil
+	// declares none. RelayTimeout bounds a relayed question.
+	Caps         *UpstreamCaps
+	RelayTimeout time.Duration
 
 	// dial, when set, connects in place of a process or an HTTP session:
 	// unit tests serve an in-process server over net.Pipe with it.
@@ -256,9 +260,11 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 		r.conn.progress.add(token, onProgress)
 		defer r.conn.progress.remove(token)
 	}
+	cctx, untrack := r.conn.track(ctx, cctx, c.spec.Name, method)
 	r.conn.inflight.Add(1)
 	res, err := r.conn.requestID(cctx, id, method, params(token))
 	r.conn.inflight.Add(-1)
+	untrack()
 	if err == nil {
 		r.conn.served.Store(true)
 		return res, nil

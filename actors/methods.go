@@ -343,11 +343,20 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
 			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, schema.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
 	}
+	if cat.policy.NeedsApproval(p.Server, p.Tool, s.Tools[i].Annotations) {
+		if err := r.approve(ctx, scope, p.Server, p.Tool, args); err != nil {
+			return nil, err
+		}
+	}
 	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
 	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {
 		timeout, limit = d, "timeouts in "+cat.policy.Source
 	}
-	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
+	deadline := scope.Deadline
+	if a, ok := scope.human.(*activeCall); ok && !deadline.IsZero() {
+		deadline = deadline.Add(a.asks.pausedFor()) // the waits for approvals moved it
+	}
+	if left := time.Until(deadline); !deadline.IsZero() && left < timeout {
 		timeout = max(left, time.Millisecond)
 	}
 	var onProgress func(UpstreamProgress)
@@ -363,7 +372,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if requiresTask(s.Tools[i].Raw) { // tasks.go
 		call = s.Client.CallTask
 	}
-	res, err := call(ctx, p.Tool, args, timeout, limit, onProgress)
+	res, err := call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {

@@ -117,6 +117,10 @@ func (c *Client) CallTask(ctx context.Context, tool string, args json.RawMessage
 		r.conn.progress.add(token, onProgress)
 		defer r.conn.progress.remove(token)
 	}
+	// Registered for the questions the server asks while the task runs;
+	// those naming the task go to this call (relay.go).
+	cctx, untrack := r.conn.track(ctx, cctx, c.spec.Name, tool)
+	defer untrack()
 	r.conn.inflight.Add(1)
 	defer r.conn.inflight.Add(-1)
 	raw, err := r.conn.requestID(cctx, id, "tools/call", map[string]any{
@@ -136,6 +140,7 @@ func (c *Client) CallTask(ctx context.Context, tool string, args json.RawMessage
 	task := created.Task
 	r.conn.tasks.add(task.TaskID, c.spec.Name+"."+tool)
 	defer r.conn.tasks.remove(task.TaskID)
+	defer r.conn.BindTask(cctx, task.TaskID)()
 	res, err := r.conn.awaitTask(cctx, task, onProgress)
 	if err != nil {
 		return nil, c.failed(ctx, cctx, r.conn, err, what, timeout, limit, func(string) { r.conn.cancelTask(task.TaskID) })

@@ -19,6 +19,7 @@ const PolicyFile = "bridge.policy"
 // policyDoc is the file's format.
 type policyDoc struct {
 	MaxToolCallsPerExecution int                            `json:"maxToolCallsPerExecution"`
+	ApproveDestructive       bool                           `json:"approveDestructive"`
 	Servers                  map[string]actors.ServerPolicy `json:"servers"`
 	// Principals narrows the rules per principal of bridge serve.
 	Principals map[string]principalDoc `json:"principals"`
@@ -59,6 +60,7 @@ func LoadPolicy(dir string) *actors.Policy {
 		pol.Err = fmt.Errorf("policy: %w", err)
 		return pol
 	}
+	compiled.ApproveDestructive = doc.ApproveDestructive
 	grants := map[string]map[string]actors.ServerPolicy{}
 	for name, pd := range doc.Principals {
 		grants[name] = pd.Servers

@@ -55,7 +55,7 @@ type Options struct {
 }
 
 // GroupNames are the figure groups in the order a run measures them.
-var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling"}
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -130,6 +130,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"memory", memoryFigures},
 		{"scaling", scalingFigures},
 		{"http", httpFigures},
+		{"approve", approveFigures},
 	}
 	for _, g := range groups {
 		if g.name == "http" && !o.HTTP || g.name != "http" && (o.HTTP && len(o.Groups) == 0 || len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name)) {

@@ -77,6 +77,7 @@ type options struct {
 	ignoreSigterm bool
 	ignoreEOF     bool
 	extraTools    string
+	ask           bool
 	cancelLog     string
 }
 
@@ -99,6 +100,7 @@ func run(args []string) int {
 	fs.IntVar(&o.bigLineBytes, "big-line-bytes", 10<<20, "big-line: size of the garbage line before the first response")
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
+	fs.BoolVar(&o.ask, "ask", false, "serve ask: it asks the client's user for a name (elicitation/create), whatever the client declared")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
 	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled and tasks/cancel received to this file, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
@@ -306,6 +308,9 @@ func newServer(o options) *server.MCPServer {
 	registerTools(s, o)
 	registerResources(s) // resources.go
 	registerTaskTools(s) // tasks.go
+	if o.ask {
+		s.AddTool(tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), askTool)
+	}
 	for _, name := range strings.Split(o.extraTools, ",") {
 		if name != "" {
 			s.AddTool(tool(name, "Extra tool named by --extra-tools.", emptySchema), calledTool(name))
