@@ -115,16 +115,18 @@ func (s *served) client(token string) (*client.Client, error) {
 }
 
 // clientVersion is client asking for protocol version ("" lets mcp-go
-// try the stateless 2026-07-28 revision first).
-func (s *served) clientVersion(token, version string) (*client.Client, error) {
+// try the stateless 2026-07-28 revision first), with copts (e.g. an
+// elicitation handler).
+func (s *served) clientVersion(token, version string, copts ...client.ClientOption) (*client.Client, error) {
 	var opts []transport.StreamableHTTPCOption
 	if token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	}
-	c, err := client.NewStreamableHttpClient(s.base+"/mcp", opts...)
+	tr, err := transport.NewStreamableHTTP(s.base+"/mcp", opts...)
 	if err != nil {
 		return nil, err
 	}
+	c := client.NewClient(tr, copts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
