@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"strings"
 
 	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/httpd"
 )
 
 // stringList is a repeatable string flag.
@@ -36,6 +38,18 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		AllowedOrigins: origins, InsecureNoAuth: *noAuth}
 	if err := engine.CheckListen(opts, env.TokensFile); err != nil {
 		return m.usage("%v", err)
+	}
+	// The files are read again by the server (and re-read on change);
+	// reading them here turns a bad one into one line and exit 2.
+	if env.TokensFile != "" {
+		if _, _, err := httpd.LoadTokens(env.TokensFile); err != nil {
+			return m.usage("serve: MCP_BRIDGE_TOKENS_FILE=%s: %v", env.TokensFile, err)
+		}
+	}
+	if *cert != "" {
+		if _, err := tls.LoadX509KeyPair(*cert, *key); err != nil {
+			return m.usage("serve: --tls-cert/--tls-key: %v", err)
+		}
 	}
 	env.Serving = true
 	log := m.logger(env, env.LogLevel)
