@@ -95,7 +95,13 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 	// A new session adopts the spare and a new spare starts beside it:
 	// a container start would weigh on the figures, so they wait for it.
 	time.Sleep(spareQuiet)
-	alone, err := sample(per*2, func() error { return probe.run(ctx, "print(1)") })
+	// The p95s need more samples than the per-client figures: 20 calls
+	// make the 95th percentile their second slowest.
+	fair := max(40, o.Samples)
+	if o.Quick {
+		fair = 40
+	}
+	alone, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
 	if err != nil {
 		return err
 	}
@@ -133,7 +139,7 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 		}
 	}()
 	time.Sleep(time.Second)
-	loaded, err := sample(per*2, func() error { return probe.run(ctx, "print(1)") })
+	loaded, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
 	stopFlood()
 	<-floodDone
 	if err != nil {
