@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // TestCallGate: a principal's calls beyond its cap wait in turn, each
@@ -77,6 +79,23 @@ func TestCheckListen(t *testing.T) {
 		err := CheckListen(c.opts, c.tokens)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("CheckListen(%+v, %q) = %v, want %q", c.opts, c.tokens, err, c.want)
+		}
+	}
+}
+
+// TestServeSkipsProjectConfig: bridge serve does not read the working
+// directory's project config files (they are the operator's, not the
+// callers'); bridge run does.
+func TestServeSkipsProjectConfig(t *testing.T) {
+	for _, serving := range []bool{false, true} {
+		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_RUNTIME": "local", "MCP_BRIDGE_UNSAFE_LOCAL": "1"}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Serving = serving
+		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
+		if got := e.configOptions().Project; got == serving {
+			t.Errorf("Serving=%v: reads project files = %v, want %v", serving, got, !serving)
 		}
 	}
 }
