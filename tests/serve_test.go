@@ -285,3 +285,29 @@ func TestServeLimits(t *testing.T) {
 		t.Errorf("bob's session after alice's eviction: %q", text(t, r))
 	}
 }
+
+// TestServeGlobalCap: at MCP_BRIDGE_MAX_SESSIONS a principal's new session
+// evicts only its own idle session; a principal with none to evict is
+// refused, and nobody else's session is touched.
+func TestServeGlobalCap(t *testing.T) {
+	const carolToken = "tok-carol-0b3e"
+	tokens := writeTokens(t, "alice "+aliceToken, "bob "+bobToken, "carol "+carolToken)
+	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens, "MCP_BRIDGE_MAX_SESSIONS": "2"})
+	alice, bob, carol := s.mustClient(aliceToken), s.mustClient(bobToken), s.mustClient(carolToken)
+	callHTTP(t, alice, map[string]any{"code": "v = 'alice'"})
+	callHTTP(t, bob, map[string]any{"code": "v = 'bob'"})
+	if r := callHTTP(t, alice, map[string]any{"session": "second", "code": "print(1)"}); r.IsError {
+		t.Fatalf("alice's second session: %q", text(t, r))
+	}
+	r := callHTTP(t, carol, map[string]any{"code": "print(1)"})
+	if got := text(t, r); !r.IsError || !strings.Contains(got, "MCP_BRIDGE_MAX_SESSIONS=2") {
+		t.Errorf("carol at the cap: %q, want too many sessions", got)
+	}
+	if r := callHTTP(t, bob, map[string]any{"code": "print(v)"}); text(t, r) != "bob" {
+		t.Errorf("bob's session after alice's and carol's: %q, want it untouched", text(t, r))
+	}
+	r = callHTTP(t, alice, map[string]any{"code": "print(globals().get('v'))"})
+	if got := text(t, r); !strings.HasPrefix(got, "None") {
+		t.Errorf("alice's evicted default session: %q, want a fresh one", got)
+	}
+}
