@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestOAuthSignInRequiredFailsFast: without $BROWSER or a terminal, a call
@@ -56,5 +61,79 @@ func TestOAuthSignInRequiredFailsFast(t *testing.T) {
 	}
 	if n := authorize.Load(); n != 0 {
 		t.Errorf("the authorization server got %d requests; a call that cannot reach a user must not start a sign-in", n)
+	}
+}
+
+// stepUpServer is a minimal streamable HTTP MCP server that starts and
+// lists one tool without a token but refuses tools/call for scope (403
+// insufficient_scope); authorize counts requests to its authorization
+// server.
+func stepUpServer(t *testing.T, authorize *atomic.Int32) *httptest.Server {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/oauth-protected-resource/mcp":
+			fmt.Fprintf(w, `{"resource":%q,"authorization_servers":[%q]}`, srv.URL+"/mcp", srv.URL)
+			return
+		case "/.well-known/oauth-authorization-server":
+			fmt.Fprintf(w, `{"issuer":%q,"authorization_endpoint":%q,"token_endpoint":%q,"registration_endpoint":%q}`,
+				srv.URL, srv.URL+"/authorize", srv.URL+"/token", srv.URL+"/register")
+			return
+		case "/authorize", "/register", "/token":
+			authorize.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"gh","version":"1"}}}`, req.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"repo","inputSchema":{"type":"object"}}]}}`, req.ID)
+		case "tools/call":
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="repo:write", resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, srv.URL))
+			w.WriteHeader(http.StatusForbidden)
+		default:
+			if len(req.ID) == 0 {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, req.ID)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestOAuthServeNoLazySignIn: under bridge serve a call that needs more
+// scope fails at once naming the fix, even for an HTTP client that takes
+// sign-in links: the callback would land on the server's host and the
+// identity is the operator's.
+func TestOAuthServeNoLazySignIn(t *testing.T) {
+	var authorize atomic.Int32
+	srv := stepUpServer(t, &authorize)
+	env := withServers(t, map[string]any{"gh": map[string]any{"type": "http", "url": srv.URL + "/mcp"}}, nil)
+	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken)
+	s := startServe(t, env)
+	h := newHuman(t, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+	})
+	c, err := s.clientVersion(aliceToken, "2025-11-25", client.WithElicitationHandler(h),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := text(t, callHTTP(t, c, map[string]any{"code": `print(await runtime.call_tool("gh", "repo", {}))`, "servers": []string{"gh"}}))
+	if !strings.Contains(got, "MCPError: Server 'gh' needs sign-in with more scope: run: bridge auth login gh --scope 'repo:write'") {
+		t.Errorf("serve call: %s", got)
+	}
+	if n, q := authorize.Load(), len(h.questions()); n != 0 || q != 0 {
+		t.Errorf("authorization server requests %d, sign-in links sent %d; want none under serve", n, q)
 	}
 }
