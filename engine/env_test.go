@@ -62,6 +62,7 @@ func defaultEnv() Env {
 		Structured:      "auto",
 		AlwaysLoad:      true,
 		Link:            "auto",
+		Kube:            KubeEnv{PullPolicy: "IfNotPresent", WarmPool: 1},
 	}
 }
 
@@ -357,9 +358,11 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES": "100", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES": "x", "MCP_BRIDGE_MEMORY_MAX_KEYS": "0",
 		"MCP_BRIDGE_CONFIG_SOURCES": "cursor,nope", "MCP_BRIDGE_PROJECT_SERVERS": "some",
 		"MCP_BRIDGE_STRUCTURED": "x", "MCP_BRIDGE_ALWAYS_LOAD": "x", "MCP_BRIDGE_TOOL_INVENTORY": "x",
-		"MCP_BRIDGE_SECCOMP":    "relative.json",
-		"MCP_BRIDGE_LOG_FORMAT": "yaml",
-		"MCP_BRIDGE_LINK":       "pipe",
+		"MCP_BRIDGE_SECCOMP":       "relative.json",
+		"MCP_BRIDGE_LOG_FORMAT":    "yaml",
+		"MCP_BRIDGE_LINK":          "pipe",
+		"MCP_BRIDGE_K8S_NAMESPACE": "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
+		"MCP_BRIDGE_K8S_RUNTIME_CLASS": "g_visor", "MCP_BRIDGE_K8S_NODE_NAME": "node 1", "MCP_BRIDGE_K8S_SECCOMP_PROFILE": "/abs/profile.json",
 	}
 	for _, name := range EnvVars {
 		value, ok := bad[name]
@@ -406,7 +409,7 @@ func TestEnvVarsMatchesSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lit := regexp.MustCompile(`"(MCP_BRIDGE_[A-Z_]+|MCP_SERVERS_CONFIG)"`)
+	lit := regexp.MustCompile(`"(MCP_BRIDGE_[A-Z0-9_]+|MCP_SERVERS_CONFIG)"`)
 	inSource := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -21,10 +21,12 @@ import (
 )
 
 // testRuntime is the runtime under test, from BRIDGE_TEST_RUNTIME: "podman"
-// (the default), "docker", or "local" (no container, a fast inner loop only).
+// (the default), "docker", "kubernetes" (pods on the cluster KUBECONFIG
+// names; go tool task test:k8s starts one), or "local" (no container, a fast
+// inner loop only).
 func testRuntime() string {
 	switch r := os.Getenv("BRIDGE_TEST_RUNTIME"); r {
-	case "local", "docker":
+	case "local", "docker", "kubernetes":
 		return r
 	}
 	return "podman"
@@ -49,6 +51,10 @@ var runtimeCheck struct {
 func requirePodman(t *testing.T) {
 	t.Helper()
 	if testRuntime() == "local" {
+		return
+	}
+	if testRuntime() == "kubernetes" {
+		requireKube(t)
 		return
 	}
 	runtimeCheck.once.Do(func() {
@@ -107,6 +113,10 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		env["MCP_BRIDGE_UNSAFE_LOCAL"] = "1"
 	case "docker":
 		env["MCP_BRIDGE_RUNTIME"] = "docker"
+	case "kubernetes":
+		for k, v := range kubeEnv() {
+			env[k] = v
+		}
 	}
 	for k, v := range extra {
 		env[k] = v

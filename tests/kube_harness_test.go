@@ -1,0 +1,110 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// kubeEnv is what a bridge under test needs for the kubernetes backend: the
+// cluster's kubeconfig, and the node to name (the test cluster has no
+// scheduler; go tool task test:k8s sets both).
+func kubeEnv() map[string]string {
+	env := map[string]string{"MCP_BRIDGE_RUNTIME": "kubernetes", "KUBECONFIG": os.Getenv("KUBECONFIG")}
+	for _, k := range []string{"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_SECCOMP_PROFILE"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// kube is a core/v1 REST client of the test cluster and its namespace.
+type kube struct {
+	cfg    *rest.Config
+	core   *rest.RESTClient
+	params runtime.ParameterCodec
+	ns     string
+}
+
+var kubeCheck struct {
+	once   sync.Once
+	client *kube
+	err    error
+}
+
+// requireKube fails (never skips) when the cluster KUBECONFIG names does
+// not answer, and returns its client.
+func requireKube(t *testing.T) *kube {
+	t.Helper()
+	kubeCheck.once.Do(func() {
+		kubeCheck.client, kubeCheck.err = newKube()
+	})
+	if kubeCheck.err != nil {
+		t.Fatalf("a Kubernetes cluster is required (BRIDGE_TEST_RUNTIME=kubernetes; go tool task test:k8s starts one): %v", kubeCheck.err)
+	}
+	return kubeCheck.client
+}
+
+func newKube() (*kube, error) {
+	if os.Getenv("KUBECONFIG") == "" {
+		return nil, fmt.Errorf("KUBECONFIG is not set")
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	if v := os.Getenv("MCP_BRIDGE_K8S_NAMESPACE"); v != "" {
+		ns = v
+	}
+	sch := runtime.NewScheme()
+	if err := corev1.AddToScheme(sch); err != nil {
+		return nil, err
+	}
+	metav1.AddToGroupVersion(sch, schema.GroupVersion{Version: "v1"})
+	rc := *cfg
+	rc.APIPath = "/api"
+	rc.GroupVersion = &corev1.SchemeGroupVersion
+	rc.NegotiatedSerializer = serializer.NewCodecFactory(sch).WithoutConversion()
+	core, err := rest.RESTClientFor(&rc)
+	if err != nil {
+		return nil, err
+	}
+	k := &kube{cfg: cfg, core: core, params: runtime.NewParameterCodec(sch), ns: ns}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := core.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+		return nil, fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	return k, nil
+}
+
+// pods lists the sandbox pods with the label selector sel.
+func (k *kube) pods(t *testing.T, sel string) []corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var list corev1.PodList
+	err := k.core.Get().Namespace(k.ns).Resource("pods").
+		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, k.params).Do(ctx).Into(&list)
+	if err != nil {
+		t.Fatalf("list pods %q: %v", sel, err)
+	}
+	return list.Items
+}
