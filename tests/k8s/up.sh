@@ -272,6 +272,10 @@ waitfor kube-apiserver 120 "${KCURL[@]}" "$API/readyz"
 alive kube-apiserver
 
 mkdir -p "$ST/kubelet" "$ST/pod-logs"
+# The bridge's own seccomp profile, installed as a Localhost profile on the node (kubelet reads it from
+# <root-dir>/seccomp): test:k8s runs the sandboxes with MCP_BRIDGE_K8S_SECCOMP_PROFILE=bridge/sandbox.json.
+mkdir -p "$ST/kubelet/seccomp/bridge"
+(cd "$REPO" && go run ./cmd/bridge kubernetes seccomp) >"$ST/kubelet/seccomp/bridge/sandbox.json" || die "seccomp profile"
 cat >"$ST/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
