@@ -289,6 +289,10 @@ func (b *bridge) Close() {
 // assertNoContainers checks that no container of the bridge with pid is left.
 func assertNoContainers(t *testing.T, pid int) {
 	t.Helper()
+	if testRuntime() == "kubernetes" {
+		assertNoPods(t, pid)
+		return
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := exec.Command(runtimeCLI(), "ps", "-a", "--format", "{{.Names}}").Output()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ type kube struct {
 	cfg    *rest.Config
 	core   *rest.RESTClient
 	params runtime.ParameterCodec
+	codecs runtime.NegotiatedSerializer
 	ns     string
 }
 
@@ -81,12 +83,13 @@ func newKube() (*kube, error) {
 	rc := *cfg
 	rc.APIPath = "/api"
 	rc.GroupVersion = &corev1.SchemeGroupVersion
-	rc.NegotiatedSerializer = serializer.NewCodecFactory(sch).WithoutConversion()
+	codecs := serializer.NewCodecFactory(sch).WithoutConversion()
+	rc.NegotiatedSerializer = codecs
 	core, err := rest.RESTClientFor(&rc)
 	if err != nil {
 		return nil, err
 	}
-	k := &kube{cfg: cfg, core: core, params: runtime.NewParameterCodec(sch), ns: ns}
+	k := &kube{cfg: cfg, core: core, params: runtime.NewParameterCodec(sch), codecs: codecs, ns: ns}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := core.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
@@ -107,4 +110,38 @@ func (k *kube) pods(t *testing.T, sel string) []corev1.Pod {
 		t.Fatalf("list pods %q: %v", sel, err)
 	}
 	return list.Items
+}
+
+// bridgePods are the names of the sandbox pods of the bridge with pid, by
+// their owner annotation (host/pid/start...).
+func (k *kube) bridgePods(t *testing.T, pid int) []string {
+	t.Helper()
+	host, _ := os.Hostname()
+	prefix := fmt.Sprintf("%s/%d/", host, pid)
+	var names []string
+	for _, p := range k.pods(t, "app.kubernetes.io/managed-by=bridge") {
+		if strings.HasPrefix(p.Annotations["bridge-mcp.dev/owner"], prefix) {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// assertNoPods checks that no pod of the bridge with pid is left 10 s after
+// it exited.
+func assertNoPods(t *testing.T, pid int) {
+	t.Helper()
+	k := requireKube(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := k.bridgePods(t, pid)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("pods left after the bridge exited: %v", left)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

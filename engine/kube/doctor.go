@@ -185,4 +185,3 @@ func (l *Launcher) doctorNetworkPolicy(ctx context.Context, c *clients, add func
 	}
 	add("WARN", "network policy", "no NetworkPolicy in namespace %s denies all traffic of the sandbox pods: apply the one in `bridge kubernetes manifests` (and use a CNI plugin that enforces it)", c.namespace)
 }
-

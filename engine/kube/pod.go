@@ -22,10 +22,10 @@ const (
 	ManagedBy      = "bridge"
 	LabelSandbox   = "bridge-mcp.dev/sandbox"
 	LabelOwner     = "bridge-mcp.dev/owner"
-	// AnnotationSession names the session a pod serves ("pool" until one
-	// takes it); annotations, because session names need not be label values.
-	AnnotationSession = "bridge-mcp.dev/session"
-	containerName     = "sandbox"
+	// AnnotationOwner is the owner label itself (host/pid/start...), for
+	// people and tests: LabelOwner is only its hash.
+	AnnotationOwner = "bridge-mcp.dev/owner"
+	containerName   = "sandbox"
 )
 
 // Sizes of the memory-backed emptyDirs, as the container backend's tmpfs.
@@ -78,7 +78,7 @@ func PodSpec(cfg Config, name, seccompLocalhost string) (*corev1.Pod, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      map[string]string{LabelManagedBy: ManagedBy, LabelSandbox: "true", LabelOwner: OwnerID(cfg.Owner)},
-			Annotations: map[string]string{AnnotationSession: "pool"},
+			Annotations: map[string]string{AnnotationOwner: cfg.Owner},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:                     cfg.NodeName,
