@@ -108,7 +108,15 @@ func TestMissingImage(t *testing.T) {
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_IMAGE": "localhost/bridge-no-such-image:latest"})
 	want := "Sandbox image 'localhost/bridge-no-such-image:latest' is not available. Build it with `bridge image build`, or set MCP_BRIDGE_IMAGE to a local image with python3 3.11+."
 	for i := 0; i < 2; i++ {
-		if sc := structured(t, b.run("print(1)")); sc["error"] != want {
+		sc := structured(t, b.run("print(1)"))
+		if got, _ := sc["error"].(string); testRuntime() == "kubernetes" {
+			// A node pulls the image: the note names the node and the pull error.
+			if kw := "Sandbox image 'localhost/bridge-no-such-image:latest' is not available on node "; !strings.HasPrefix(got, kw) || strings.Contains(got, "\n") {
+				t.Fatalf("call %d: error %q, want one line starting %q", i, got, kw)
+			}
+			continue
+		}
+		if sc["error"] != want {
 			t.Fatalf("call %d: error %v, want %q", i, sc["error"], want)
 		}
 	}

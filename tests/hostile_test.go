@@ -398,7 +398,14 @@ func TestHostileSupervisorKilled(t *testing.T) {
 	t.Logf("supervisor killed: %v", sc)
 	// 137 as a rule; the runtime may report another code when it loses the
 	// race for the exit status under load. Never a memory limit.
-	if e := fmt.Sprint(sc["error"]); !strings.HasPrefix(e, "Sandbox exited with code ") || sc["stateLost"] != true {
+	if testRuntime() == "kubernetes" {
+		// In a pod the supervisor is PID 1 of the pod's PID namespace, and
+		// the kernel drops a SIGKILL sent to it from inside: the session
+		// lives on with its state (docs/SECURITY.md, per-backend table).
+		if sc["error"] != nil || sc["stateLost"] == true || b.mustOK("print(kept)") != "1" {
+			t.Errorf("after SIGKILL of the pod's PID 1: %v, want the session alive with its state", sc)
+		}
+	} else if e := fmt.Sprint(sc["error"]); !strings.HasPrefix(e, "Sandbox exited with code ") || sc["stateLost"] != true {
 		t.Errorf("after SIGKILL of the supervisor: error %q, want %q", e, "Sandbox exited with code 137")
 	}
 	sc = structured(t, b.run("blob = b'x' * (600 * 1024 * 1024)"))

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -15,7 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	bkube "github.com/bridge-mcp/bridge/engine/kube"
 )
 
 // kubeEnv is what a bridge under test needs for the kubernetes backend: the
@@ -37,7 +39,15 @@ type kube struct {
 	core   *rest.RESTClient
 	params runtime.ParameterCodec
 	codecs runtime.NegotiatedSerializer
+	http   *http.Client // its idle connections are closed before goleak looks (closeKube)
 	ns     string
+}
+
+// closeKube closes the test client's idle connections, if there is one.
+func closeKube() {
+	if kubeCheck.client != nil {
+		kubeCheck.client.http.CloseIdleConnections()
+	}
 }
 
 var kubeCheck struct {
@@ -63,12 +73,9 @@ func newKube() (*kube, error) {
 	if os.Getenv("KUBECONFIG") == "" {
 		return nil, fmt.Errorf("KUBECONFIG is not set")
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	ns, _, err := cc.Namespace()
+	// The backend's own reading of the kubeconfig (certificates in memory,
+	// so client-go starts no goroutine that outlives the test).
+	cfg, ns, err := bkube.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +92,15 @@ func newKube() (*kube, error) {
 	rc.GroupVersion = &corev1.SchemeGroupVersion
 	codecs := serializer.NewCodecFactory(sch).WithoutConversion()
 	rc.NegotiatedSerializer = codecs
-	core, err := rest.RESTClientFor(&rc)
+	hc, err := rest.HTTPClientFor(&rc)
 	if err != nil {
 		return nil, err
 	}
-	k := &kube{cfg: cfg, core: core, params: runtime.NewParameterCodec(sch), codecs: codecs, ns: ns}
+	core, err := rest.RESTClientForConfigAndClient(&rc, hc)
+	if err != nil {
+		return nil, err
+	}
+	k := &kube{cfg: cfg, core: core, params: runtime.NewParameterCodec(sch), codecs: codecs, http: hc, ns: ns}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := core.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {

@@ -88,8 +88,11 @@ func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, er
 		// The stream's stdin copier reads podIn until it fails: closing it
 		// ends that goroutine, which the stream does not wait for.
 		podIn.Close()
-		outW.Close()
+		// The host sees the link's EOF only once the exit code is known:
+		// it asks for the code a moment after EOF (a second at most), and
+		// the kubelet reports it a second or so after the container ended.
 		b.settle(c, err)
+		outW.Close()
 		close(b.exited)
 	}()
 	return b, nil

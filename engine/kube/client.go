@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -33,23 +34,12 @@ type clients struct {
 // ~/.kube/config) and falls back to the in-cluster config; namespace ""
 // takes the current context's namespace, else "default".
 func connect(namespace string) (*clients, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := RESTConfig()
 	if err != nil {
-		if ic, icErr := rest.InClusterConfig(); icErr == nil {
-			cfg, err = ic, nil
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): %s", oneLine(err.Error()))
+		return nil, err
 	}
 	if namespace == "" {
-		if ns, _, nsErr := cc.Namespace(); nsErr == nil && ns != "" {
-			namespace = ns
-		} else {
-			namespace = "default"
-		}
+		namespace = ns
 	}
 	sch := runtime.NewScheme()
 	if err := corev1.AddToScheme(sch); err != nil {
@@ -77,6 +67,46 @@ func connect(namespace string) (*clients, error) {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
 	return &clients{cfg: cfg, core: core, leases: leases, params: runtime.NewParameterCodec(sch), namespace: namespace}, nil
+}
+
+// RESTConfig reads the kubeconfig as kubectl does (KUBECONFIG, else
+// ~/.kube/config), else the in-cluster config, and returns it with the
+// current context's namespace ("default" when it names none). Client
+// certificate files are read into the config now: client-go watches cert
+// files with goroutines that nothing can stop, so a changed certificate
+// takes a restart of the bridge instead.
+func RESTConfig() (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	namespace := "default"
+	if err == nil {
+		if ns, _, nsErr := cc.Namespace(); nsErr == nil && ns != "" {
+			namespace = ns
+		}
+	} else if ic, icErr := rest.InClusterConfig(); icErr == nil {
+		cfg, err = ic, nil
+		if ns, nsErr := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); nsErr == nil && len(ns) > 0 {
+			namespace = strings.TrimSpace(string(ns))
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("kubernetes: no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): %s", oneLine(err.Error()))
+	}
+	for _, f := range []struct {
+		path *string
+		data *[]byte
+	}{{&cfg.CertFile, &cfg.CertData}, {&cfg.KeyFile, &cfg.KeyData}} {
+		if *f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(*f.path)
+		if err != nil {
+			return nil, "", fmt.Errorf("kubernetes: client certificate: %w", err)
+		}
+		*f.data, *f.path = b, ""
+	}
+	return cfg, namespace, nil
 }
 
 var klogOnce sync.Once

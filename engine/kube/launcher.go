@@ -39,6 +39,7 @@ type Launcher struct {
 
 	mu      sync.Mutex
 	seccomp string // the Localhost profile still tried; "" once it failed
+	stopped bool   // Serve ended: a pod started now would outlive the bridge
 
 	// pool holds the names of started, unattached pods; Serve fills it.
 	pool chan string
@@ -142,6 +143,12 @@ func (l *Launcher) startPod(ctx context.Context, c *clients) (string, error) {
 			return "", l.apiError(c, "create pod", err)
 		}
 		err = l.waitRunning(ctx, c, name)
+		l.mu.Lock()
+		stopped := l.stopped
+		l.mu.Unlock()
+		if err == nil && stopped {
+			err = errors.New("kubernetes: the bridge is stopping")
+		}
 		if err == nil {
 			return name, nil
 		}
@@ -201,7 +208,7 @@ func podStarted(pod *corev1.Pod, image string) (bool, error) {
 		if w := s.State.Waiting; w != nil {
 			switch w.Reason {
 			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
-				return false, fmt.Errorf("Sandbox image %s cannot be pulled on node %s (%s: %s); check MCP_BRIDGE_IMAGE and MCP_BRIDGE_K8S_PULL_POLICY", image, pod.Spec.NodeName, w.Reason, oneLine(w.Message))
+				return false, fmt.Errorf("Sandbox image '%s' is not available on node %s (%s: %s). Push it to a registry the nodes can pull from, or load it into their container runtime; check MCP_BRIDGE_IMAGE and MCP_BRIDGE_K8S_PULL_POLICY.", image, pod.Spec.NodeName, w.Reason, oneLine(w.Message))
 			case "CreateContainerError", "CreateContainerConfigError", "RunContainerError":
 				return false, fmt.Errorf("Sandbox pod %s cannot start its container (%s: %s)", pod.Name, w.Reason, oneLine(w.Message))
 			}

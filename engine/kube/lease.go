@@ -55,8 +55,12 @@ func (l *Launcher) Serve(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			l.mu.Lock()
+			l.stopped = true
+			l.mu.Unlock()
 			wg.Wait()
 			l.drainPool(c)
+			l.removeOwn(c)
 			dctx, cancel := context.WithTimeout(context.Background(), deleteBound)
 			_ = c.leases.Delete().Namespace(c.namespace).Resource("leases").Name(leaseName(l.owner)).Do(dctx).Error()
 			cancel()
@@ -182,6 +186,24 @@ func (l *Launcher) fillPool(ctx context.Context, c *clients) {
 		case <-l.taken:
 		case <-time.After(sweepEvery): // retry after an error
 		}
+	}
+}
+
+// removeOwn deletes every pod this bridge still owns when it stops: a
+// sandbox whose start ended after the sessions stopped would otherwise
+// wait for another bridge's sweep. Starts after this fail (stopped).
+func (l *Launcher) removeOwn(c *clients) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*deleteBound)
+	defer cancel()
+	var pods corev1.PodList
+	err := c.core.Get().Namespace(c.namespace).Resource("pods").
+		VersionedParams(&metav1.ListOptions{LabelSelector: LabelOwner + "=" + l.owner}, c.params).Do(ctx).Into(&pods)
+	if err != nil {
+		l.log.Warn().Err(err).Msg("kubernetes: list this bridge's pods")
+		return
+	}
+	for _, p := range pods.Items {
+		l.deletePodCtx(ctx, c, p.Name)
 	}
 }
 

@@ -1,0 +1,121 @@
+package tests
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// requireKubeRuntime fails a Kubernetes-only test run on another runtime:
+// test:k8s runs these with BRIDGE_TEST_RUNTIME=kubernetes.
+func requireKubeRuntime(t *testing.T) *kube {
+	t.Helper()
+	if testRuntime() != "kubernetes" {
+		t.Fatal("needs BRIDGE_TEST_RUNTIME=kubernetes (go tool task test:k8s)")
+	}
+	return requireKube(t)
+}
+
+// podName is the pod the session's sandbox runs in: a pod's hostname is its
+// name.
+func podName(b *bridge, session string) string {
+	b.t.Helper()
+	r := b.call(map[string]any{"code": "import socket; print(socket.gethostname())", "session": session, "timeout": 60})
+	if r.IsError {
+		b.t.Fatalf("hostname: %s", text(b.t, r))
+	}
+	return strings.TrimSpace(text(b.t, r))
+}
+
+// TestKubeChaosDeletePod deletes the sandbox pod in the middle of a call: the
+// call answers with the state-lost note naming the deleted pod, and the next
+// call runs in a new pod.
+func TestKubeChaosDeletePod(t *testing.T) {
+	k := requireKubeRuntime(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	b.mustOK("kept = 1")
+	before := podName(b, "default")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "run_python"
+		req.Params.Arguments = map[string]any{"code": "import time\nprint('running')\ntime.sleep(60)", "timeout": 90}
+		res, err := b.c.CallTool(context.Background(), req)
+		if err != nil {
+			t.Errorf("call: %v", err)
+		}
+		done <- res
+	}()
+	time.Sleep(time.Second) // the call is running
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.core.Delete().Namespace(k.ns).Resource("pods").Name(before).Do(ctx).Error(); err != nil {
+		t.Fatalf("delete pod %s: %v", before, err)
+	}
+	var res *mcp.CallToolResult
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call was never answered after its pod was deleted")
+	}
+	if res == nil {
+		t.Fatal("no result")
+	}
+	sc := structured(t, res)
+	if sc["status"] != "error" || sc["stateLost"] != true {
+		t.Errorf("after the delete: %v, want status error and stateLost", sc)
+	}
+	if got := text(t, res); !strings.Contains(got, "was deleted") || !strings.Contains(got, before) {
+		t.Errorf("note = %q, want it to say pod %s was deleted", got, before)
+	}
+	if got := b.mustOK("print('kept' in globals())"); got != "False" {
+		t.Errorf("next call sees the old state: %q", got)
+	}
+	if after := podName(b, "default"); after == before {
+		t.Errorf("the next call ran in the deleted pod %s", before)
+	}
+}
+
+// TestKubeChaosKillBridge kills a bridge with SIGKILL: its pods are gone
+// within 30 s of the later of its Lease's expiry (15 s) and the next bridge
+// starting, swept by that bridge.
+func TestKubeChaosKillBridge(t *testing.T) {
+	k := requireKubeRuntime(t)
+	b1 := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	b1.mustOK("print(1)")
+	pid := b1.cmd.Process.Pid
+	if len(k.bridgePods(t, pid)) == 0 {
+		t.Fatal("the first bridge has no pods")
+	}
+	killed := time.Now()
+	if err := b1.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = b1.cmd.Wait()
+	b1.closed = true // its pods are this test's to check
+	_ = b1.c.Close()
+	b2 := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	started := time.Now()
+	expiry := killed.Add(15 * time.Second)
+	deadline := started
+	if expiry.After(deadline) {
+		deadline = expiry
+	}
+	deadline = deadline.Add(30 * time.Second)
+	for {
+		left := k.bridgePods(t, pid)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods of the killed bridge left %v after SIGKILL (%v after the next bridge started): %v",
+				time.Since(killed).Round(time.Second), time.Since(started).Round(time.Second), left)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("pods of the killed bridge gone %v after SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+	b2.mustOK("print(2)")
+}
