@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,4 +156,50 @@ func assertNoPods(t *testing.T, pid int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// bridgePodUIDs are the UIDs of the running sandbox pods of the bridge with
+// pid (the fork bomb test's "container ids" on Kubernetes).
+func bridgePodUIDs(pid int) []string {
+	k := kubeCheck.client
+	if k == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var list corev1.PodList
+	if err := k.core.Get().Namespace(k.ns).Resource("pods").VersionedParams(&metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=bridge"}, k.params).Do(ctx).Into(&list); err != nil {
+		return nil
+	}
+	host, _ := os.Hostname()
+	var uids []string
+	for _, p := range list.Items {
+		if strings.HasPrefix(p.Annotations["bridge-mcp.dev/owner"], fmt.Sprintf("%s/%d/", host, pid)) && p.Status.Phase == corev1.PodRunning {
+			uids = append(uids, string(p.UID))
+		}
+	}
+	return uids
+}
+
+// podPIDNS is the PID namespace of the sandbox of the pod with uid, found
+// through the pod's cgroup on this (the only) node: the process in it that
+// is not the pause process. "" if unknown.
+func podPIDNS(uid string) string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cg, err := os.ReadFile("/proc/" + e.Name() + "/cgroup")
+		if err != nil || !strings.Contains(string(cg), "pod"+uid) {
+			continue
+		}
+		if comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm"); strings.TrimSpace(string(comm)) == "pause" {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil {
+			return ns
+		}
+	}
+	return ""
 }

@@ -670,6 +670,9 @@ func TestEscapeMemoryLimit(t *testing.T) {
 
 // bridgeContainerIDs lists the full ids of the bridge's containers.
 func bridgeContainerIDs(pid int) []string {
+	if testRuntime() == "kubernetes" {
+		return bridgePodUIDs(pid)
+	}
 	out, _ := exec.Command(runtimeCLI(), "ps", "-q", "--no-trunc", "--filter", "name=^bridge-"+strconv.Itoa(pid)+"-").Output()
 	return strings.Fields(string(out))
 }
@@ -709,6 +712,13 @@ var pidNS sync.Map // container id → its PID namespace link, "pid:[inode]"
 func containerPIDNS(id string) string {
 	if ns, ok := pidNS.Load(id); ok {
 		return ns.(string)
+	}
+	if testRuntime() == "kubernetes" {
+		ns := podPIDNS(id)
+		if ns != "" {
+			pidNS.Store(id, ns)
+		}
+		return ns
 	}
 	out, err := exec.Command(runtimeCLI(), "inspect", "--format", "{{.State.Pid}}", id).Output()
 	if err != nil {

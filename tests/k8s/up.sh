@@ -294,7 +294,8 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 failCgroupV1: false
 makeIPTablesUtilChains: false
-podPidsLimit: 256
+# The pids limit of a pod is the kubelet's, not the pod's: MCP_BRIDGE_PIDS's default.
+podPidsLimit: 128
 podLogsDir: "$ST/pod-logs"
 volumePluginDir: "$ST/kubelet/volume-plugins"
 registerNode: true
