@@ -119,3 +119,16 @@ func TestKubeChaosKillBridge(t *testing.T) {
 	t.Logf("pods of the killed bridge gone %v after SIGKILL", time.Since(killed).Round(100*time.Millisecond))
 	b2.mustOK("print(2)")
 }
+
+// TestKubeRejectedSettings checks that the container settings a pod cannot
+// honour exit 2 with one line naming the variable in kubernetes mode (no
+// cluster is needed: the settings are refused before any is asked).
+func TestKubeRejectedSettings(t *testing.T) {
+	for name, value := range map[string]string{"MCP_BRIDGE_MOUNTS": t.TempDir() + ":/data", "MCP_BRIDGE_OCI_RUNTIME": "runsc"} {
+		out, errOut, code := runCLI(t, map[string]string{"MCP_BRIDGE_RUNTIME": "kubernetes", name: value}, "", "run")
+		want := "bridge: invalid " + name + "="
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "kubernetes") {
+			t.Errorf("%s with kubernetes: exit %d, stdout %q, stderr %q; want exit 2 and one line starting %q", name, code, out, errOut, want)
+		}
+	}
+}
