@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,6 +283,11 @@ func (b *bridge) Close() {
 	b.closed = true
 	_ = b.c.Close()
 	if b.cmd != nil && b.cmd.Process != nil && testRuntime() != "local" {
+		if ps := b.cmd.ProcessState; ps != nil {
+			if st, ok := ps.Sys().(syscall.WaitStatus); ok && st.Signaled() && st.Signal() == syscall.SIGKILL {
+				killed.Store(b.cmd.Process.Pid, true)
+			}
+		}
 		assertNoContainers(b.t, b.cmd.Process.Pid)
 	}
 	if b.t.Failed() {
