@@ -49,19 +49,25 @@ func kubeFigures(ctx context.Context, o Options, r *Report) error {
 	r.add(Figure{ID: "kube.warm.p50", Name: "warm run_python print(1) p50 over a pod's attach", Value: w50, Unit: "ms",
 		Baseline: "warm print(1) p50 over the local container link, same run", BaseVal: l50, Samples: len(warm)}, true)
 
-	// A new session with the warm pool and the spare ready.
-	var first []time.Duration
+	// Two new sessions at once, the spare and the warm pool ready: the first
+	// takes the spare (a booted sandbox), the second a pool pod (started,
+	// not yet attached or booted).
+	var spare, first []time.Duration
 	for i := range max(3, o.Samples/20) {
 		time.Sleep(3 * time.Second) // the spare and the pool refill
-		start := time.Now()
-		if _, err := p.run(ctx, "print(1)", fmt.Sprintf("bench-pool-%d", i)); err != nil {
-			return err
+		for _, d := range []*[]time.Duration{&spare, &first} {
+			start := time.Now()
+			if _, err := p.run(ctx, "print(1)", fmt.Sprintf("bench-pool-%d-%d", i, len(*d))); err != nil {
+				return err
+			}
+			*d = append(*d, time.Since(start))
 		}
-		first = append(first, time.Since(start))
 	}
-	f50 := ms(pct(first, 50))
-	r.add(Figure{ID: "kube.pool.p50", Name: "first call of a new session from the warm pool, p50", Value: f50, Unit: "ms",
+	s50, f50 := ms(pct(spare, 50)), ms(pct(first, 50))
+	r.add(Figure{ID: "kube.pool.p50", Name: "first call of a new session from the warm pool (a started pod, attached and booted now), p50", Value: f50, Unit: "ms",
 		Baseline: "warm print(1) p50 over attach", BaseVal: w50, Samples: len(first), Target: "<= 250 ms"}, f50 <= 250)
+	r.add(Figure{ID: "kube.spare.p50", Name: "first call of a new session with the spare ready (a booted pod), p50", Value: s50, Unit: "ms",
+		Baseline: "warm print(1) p50 over attach", BaseVal: w50, Samples: len(spare)}, true)
 
 	// Cold: a new bridge with no warm pool answering its first call.
 	env, rm, err := isolated(ko, nil)
