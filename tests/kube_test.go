@@ -2,9 +2,13 @@ package tests
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -31,8 +35,9 @@ func podName(b *bridge, session string) string {
 }
 
 // TestKubeChaosDeletePod deletes the sandbox pod in the middle of a call: the
-// call answers with the state-lost note naming the deleted pod, and the next
-// call runs in a new pod.
+// call answers with the state-lost note naming the deleted pod, the pod is
+// gone well within the 30 s grace period it was deleted with (its PID 1
+// handles SIGTERM), and the next call runs in a new pod.
 func TestKubeChaosDeletePod(t *testing.T) {
 	k := requireKubeRuntime(t)
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
@@ -52,7 +57,11 @@ func TestKubeChaosDeletePod(t *testing.T) {
 	time.Sleep(time.Second) // the call is running
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := k.core.Delete().Namespace(k.ns).Resource("pods").Name(before).Do(ctx).Error(); err != nil {
+	// A grace period of 30 s: the pod's PID 1 ends on SIGTERM at once, so
+	// the pod is gone long before it (checked below).
+	deleted := time.Now()
+	if err := k.core.Delete().Namespace(k.ns).Resource("pods").Name(before).
+		Body(&metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(30))}).Do(ctx).Error(); err != nil {
 		t.Fatalf("delete pod %s: %v", before, err)
 	}
 	var res *mcp.CallToolResult
@@ -71,6 +80,13 @@ func TestKubeChaosDeletePod(t *testing.T) {
 	if got := text(t, res); !strings.Contains(got, "was deleted") || !strings.Contains(got, before) {
 		t.Errorf("note = %q, want it to say pod %s was deleted", got, before)
 	}
+	for slices.Contains(k.bridgePods(t, b.cmd.Process.Pid), before) {
+		if time.Since(deleted) > 10*time.Second {
+			t.Fatalf("pod %s still there %v after its delete with a 30 s grace period: its PID 1 ignores SIGTERM", before, time.Since(deleted).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("pod gone %v after its delete (grace period 30 s)", time.Since(deleted).Round(10*time.Millisecond))
 	if got := b.mustOK("print('kept' in globals())"); got != "False" {
 		t.Errorf("next call sees the old state: %q", got)
 	}
