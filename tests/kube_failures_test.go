@@ -111,4 +111,3 @@ func TestKubeDoctor(t *testing.T) {
 		t.Errorf("doctor with a missing profile: exit %d:\n%s", code, out)
 	}
 }
-
