@@ -115,7 +115,11 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	for _, srv := range req.Servers {
 		res.Servers = append(res.Servers, srv.Name)
 	}
+	var call *activeCall
 	finish := func(r result.Result, sb *sandbox, reset bool) callDone {
+		if call != nil {
+			r.Notes = append(r.Notes, call.takeNotes()...)
+		}
 		if loss != "" && !r.StateLost {
 			r.StateLost, r.LossReason = true, loss
 		}
@@ -135,22 +139,26 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		res.Status, res.Error = result.StatusError, err.Error()
 		return finish(res, nil, false)
 	}
-	call := &activeCall{
+	call = &activeCall{
 		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
+		asks:  newApprovals(HumanFrom(req.Ctx)),
 	}
 	callCtx, endCall := context.WithCancelCause(sb.life)
 	call.ctx = callCtx
 	defer endCall(errCallEnded)
-	sb.active.Store(call)
+	sb.setActive(call)
 	defer sb.reportDrops(n) // after the call is no longer active: what came in it is counted
 	defer func() {
 		if k := call.scope.Refused.Load(); k > 1 {
 			s.log.Warn().Int64("call", n).Int64("refused", k).Msg("the policy refused tool calls of this call; the first is logged above")
 		}
+		if k := call.asks.unlogged(); k > 0 {
+			s.log.Info().Int64("call", n).Int64("decisions", k).Msg("more approval decisions in this call (logged at debug level)")
+		}
 	}()
-	defer sb.active.Store(nil)
+	defer sb.setActive(nil)
 	progress := progressFrom(req.Ctx)
 	if progress != nil {
 		defer call.streamProgress(progress)()
@@ -250,6 +258,11 @@ wait:
 		case got = <-replies:
 			break wait
 		case <-deadline.C:
+			// The waits for a human's approval are not the cell's time.
+			if next, ok := call.asks.moved(callDeadline); ok {
+				deadline.Reset(time.Until(next))
+				continue
+			}
 			timedOut = true
 			interrupt()
 		case <-cancelC:

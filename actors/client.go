@@ -76,6 +76,10 @@ type ClientDeps struct {
 	// must not block.
 	OnTools func(name, hash string, tools []ToolInfo)
 	Log     zerolog.Logger
+	// Caps is the capability set declared to the servers (relay.go); nil
+	// declares none. RelayTimeout bounds a relayed question.
+	Caps         *UpstreamCaps
+	RelayTimeout time.Duration
 
 	// dial, when set, connects in place of a process or an HTTP session:
 	// unit tests serve an in-process server over net.Pipe with it.
@@ -232,12 +236,21 @@ func (c *Client) Ready(ctx context.Context) ([]ToolInfo, error) {
 // returns. A call abandoned before its reply (the timeout, or ctx ending) is
 // cancelled upstream with notifications/cancelled.
 func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, timeout time.Duration, limit string, onProgress func(UpstreamProgress)) (json.RawMessage, error) {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return c.roundTrip(ctx, "tools/call", func(token string) any {
+		return map[string]any{"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": token}}
+	}, fmt.Sprintf("Tool call %s.%s", c.spec.Name, tool), timeout, limit, onProgress)
+}
+
+// roundTrip sends one request built by params (given the request's progress
+// token) on a live connection and returns its raw result, as Call describes;
+// what names the request in the timeout message.
+func (c *Client) roundTrip(ctx context.Context, method string, params func(token string) any, what string, timeout time.Duration, limit string, onProgress func(UpstreamProgress)) (json.RawMessage, error) {
 	r, err := c.use(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -247,14 +260,23 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 		r.conn.progress.add(token, onProgress)
 		defer r.conn.progress.remove(token)
 	}
+	cctx, untrack := r.conn.track(ctx, cctx, c.spec.Name, method)
 	r.conn.inflight.Add(1)
-	res, err := r.conn.requestID(cctx, id, "tools/call", map[string]any{
-		"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": token}})
+	res, err := r.conn.requestID(cctx, id, method, params(token))
 	r.conn.inflight.Add(-1)
+	untrack()
 	if err == nil {
 		r.conn.served.Store(true)
 		return res, nil
 	}
+	return nil, c.failed(ctx, cctx, r.conn, err, what, timeout, limit, func(reason string) { r.conn.cancelRequest(id, reason) })
+}
+
+// failed is the error of a request on conn that failed with err under
+// cctx, the request's bound (timeout, set by limit) of the caller's ctx.
+// A request its context abandoned before the reply is cancelled upstream
+// first, with the reason: the timeout, or ctx's cause.
+func (c *Client) failed(ctx, cctx context.Context, conn *serverConn, err error, what string, timeout time.Duration, limit string, cancelUpstream func(reason string)) error {
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	var rpcErr *rpcError
 	if !errors.As(err, &rpcErr) && cctx.Err() != nil {
@@ -262,26 +284,35 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage, ti
 		if !timedOut {
 			reason = context.Cause(ctx).Error()
 		}
-		r.conn.cancelRequest(id, reason)
+		cancelUpstream(reason)
 	}
+	return c.callError(conn, err, cctx.Err() != nil, timedOut, what, timeout, limit)
+}
+
+// callError is the error of a request on conn that failed with err:
+// the server's removal, its exit, the bridge's timeout (what timed out
+// after timeout, set by limit), or err itself. ended says the request's
+// context ended.
+func (c *Client) callError(conn *serverConn, err error, ended, timedOut bool, what string, timeout time.Duration, limit string) error {
 	if why, ok := c.removed.Load().(string); ok {
-		return nil, errors.New(why)
+		return errors.New(why)
 	}
-	if !errors.As(err, &rpcErr) && cctx.Err() == nil {
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) && !ended {
 		// A transport error: the child may be dying; its exit is reaped a
 		// moment later, and the error should name it.
-		waitClosed(r.conn.done, 500*time.Millisecond)
+		waitClosed(conn.done, 500*time.Millisecond)
 	}
 	select {
-	case <-r.conn.done:
-		r.conn.awaitStderr()
-		return nil, fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, r.conn.exitDesc(), r.conn.stderrTail())
+	case <-conn.done:
+		conn.awaitStderr()
+		return fmt.Errorf("Server '%s' exited during the call (%s); last stderr: %s", c.spec.Name, conn.exitDesc(), conn.stderrTail())
 	default:
 	}
 	if timedOut {
-		return nil, &callTimeoutError{fmt.Sprintf("Tool call %s.%s timed out after %ds (%s)", c.spec.Name, tool, max(1, int(timeout.Round(time.Second)/time.Second)), limit)}
+		return &callTimeoutError{fmt.Sprintf("%s timed out after %ds (%s)", what, max(1, int(timeout.Round(time.Second)/time.Second)), limit)}
 	}
-	return nil, err
+	return err
 }
 
 // ErrCallTimeout marks a tool call that the bridge's own deadline ended

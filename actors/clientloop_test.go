@@ -138,6 +138,9 @@ func TestClientStopsIdleServer(t *testing.T) {
 		if got, check := time.Since(used), idle/4; got <= idle || got > idle+check {
 			t.Errorf("stopped %v after the last use, want within (%v, %v]", got, idle, idle+check)
 		}
+		// The client publishes its state after it starts closing the
+		// connection: wait until it has nothing left to do.
+		synctest.Wait()
 		if c.State().Ready {
 			t.Error("state still says ready after the idle stop")
 		}

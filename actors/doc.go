@@ -71,6 +71,10 @@
 //	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine;
 //	          no message to the router)
 //
+// A tool that requires a task goes through Client.CallTask (tasks.go), whose
+// one helper goroutine (the blocking tasks/result) ends with the call; the
+// resources methods (resources.go) go through Client.roundTrip like Call.
+//
 // Between actors:
 //
 //	Discovery → Servers.Apply   (ask on applies; returns once the router published

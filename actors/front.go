@@ -31,6 +31,8 @@ type FrontConfig struct {
 	Done func()
 	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
 	Structured string
+	// OnInitialize gets the client's capabilities at initialize; nil: unused.
+	OnInitialize func(mcp.ClientCapabilities)
 }
 
 // Front is the stdio MCP server actor. It is never restarted in-process
@@ -42,9 +44,16 @@ type Front struct {
 
 // NewFront builds the MCP server with its one tool and one resource.
 func NewFront(cfg FrontConfig) *Front {
+	hooks := &server.Hooks{}
+	if cfg.OnInitialize != nil {
+		hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+			cfg.OnInitialize(req.Params.Capabilities)
+		})
+	}
 	srv := server.NewMCPServer(cfg.Name, cfg.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
+		server.WithHooks(hooks),
 	)
 	f := &Front{cfg: cfg, srv: srv}
 	srv.AddTool(cfg.Tool, f.callTool)
@@ -90,6 +99,7 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})), nil
 		}
 	}
+	ctx = WithHuman(ctx, NewMCPHuman(ctx, f.srv))
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
 	}

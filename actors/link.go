@@ -173,7 +173,7 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		if req.Method == protocol.MethodJobScope { // a job's own job: the same grant
 			return protocol.JobScopeResult{Token: tok}, nil
 		}
-		scope.progress = jobSink{s}
+		scope.progress, scope.human = jobSink{s}, jobSink{s}
 		return s.cfg.Router.ServeSandbox(ctx, scope, req.Method, params)
 	}
 	a := s.active.Load()
@@ -194,7 +194,7 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		return protocol.JobScopeResult{Token: s.jobs.issue(a.scope)}, nil
 	}
 	scope := a.scope
-	scope.progress = a
+	scope.progress, scope.human = a, a
 	if a.ctx != nil { // nil only in unit tests that build a call by hand
 		ctx = a.ctx
 	}

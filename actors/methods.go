@@ -33,8 +33,12 @@ var boxMethods = map[string]boxHandler{
 	protocol.MethodSearchToolDocs:    withCatalog((*Router).searchToolDocs),
 	protocol.MethodSuggestTools:      withCatalog((*Router).suggestTools),
 	protocol.MethodCallTool:          withCatalog((*Router).callTool),
-	protocol.MethodReset:             nil,
-	protocol.MethodJobScope:          nil,
+	// resources.go
+	protocol.MethodListResources:         withCatalog((*Router).listResources),
+	protocol.MethodListResourceTemplates: withCatalog((*Router).listResourceTemplates),
+	protocol.MethodReadResource:          withCatalog((*Router).readResource),
+	protocol.MethodReset:                 nil,
+	protocol.MethodJobScope:              nil,
 	protocol.MethodMemoryGet: storeMethod(protocol.MethodMemoryGet, func(s Store, p protocol.KeyParams) (any, error) {
 		return s.MemoryGet(p.Key)
 	}),
@@ -295,14 +299,9 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if err := decodeParams(protocol.MethodCallTool, params, &p); err != nil {
 		return nil, err
 	}
-	s := cat.Server(p.Server)
-	if s == nil {
-		if err := r.notLoadedError(p.Server); err != nil {
-			return nil, err
-		}
-	}
-	if !contains(scope.Servers, p.Server) || s == nil {
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, notAvailable(p.Server, s != nil))
+	s, err := r.granted(cat, scope, p.Server)
+	if err != nil {
+		return nil, err
 	}
 	if p.Tool == "" {
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Missing tool name")
@@ -315,7 +314,6 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "Arguments must be an object")
 	}
 	if !s.Known {
-		var err error
 		if s, err = r.known(ctx, cat, scope, p.Server); err != nil {
 			return nil, err
 		}
@@ -338,22 +336,27 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
 	}
-	if max := cat.policyMaxCalls(); max > 0 && scope.ToolCalls != nil && scope.ToolCalls.Add(1) > int64(max) {
-		msg := fmt.Sprintf("Tool call limit of %d per execution reached (maxToolCallsPerExecution in %s)", max, cat.policy.Source)
-		if firstRefusal(scope) {
-			r.Log.Warn().Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Str("session", scope.Session).Int64("call", scope.Call).Msg(msg)
-		}
-		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
+	if err := r.countCall(cat, scope, p.Server, p.Tool); err != nil {
+		return nil, err
 	}
 	if err := s.validate(i, args); err != nil {
 		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
 			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, schema.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
 	}
+	if cat.policy.NeedsApproval(p.Server, p.Tool, s.Tools[i].Annotations) {
+		if err := r.approve(ctx, scope, p.Server, p.Tool, args); err != nil {
+			return nil, err
+		}
+	}
 	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
 	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {
 		timeout, limit = d, "timeouts in "+cat.policy.Source
 	}
-	if left := time.Until(scope.Deadline); !scope.Deadline.IsZero() && left < timeout {
+	deadline := scope.Deadline
+	if a, ok := scope.human.(*activeCall); ok && !deadline.IsZero() {
+		deadline = deadline.Add(a.asks.pausedFor()) // the waits for approvals moved it
+	}
+	if left := time.Until(deadline); !deadline.IsZero() && left < timeout {
 		timeout = max(left, time.Millisecond)
 	}
 	var onProgress func(UpstreamProgress)
@@ -362,7 +365,11 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
 		defer sink.ended(key)
 	}
-	res, err := s.Client.Call(ctx, p.Tool, args, timeout, limit, onProgress)
+	call := s.Client.Call
+	if requiresTask(s.Tools[i].Raw) { // tasks.go
+		call = s.Client.CallTask
+	}
+	res, err := call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {

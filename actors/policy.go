@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,9 @@ type Policy struct {
 	Err error
 	// MaxCalls caps tool calls per execution; 0 means no cap.
 	MaxCalls int
+	// ApproveDestructive gates the tools whose annotations say
+	// destructiveHint: true, on servers that do not override it.
+	ApproveDestructive bool
 	// Servers holds rules by server name; "*" applies to every server.
 	Servers map[string]ServerPolicy
 	// rules is Servers compiled, by server name.
@@ -32,13 +36,21 @@ type ServerPolicy struct {
 	Allow    []string           `json:"allow,omitempty"`
 	Deny     []string           `json:"deny,omitempty"`
 	Timeouts map[string]float64 `json:"timeouts,omitempty"` // seconds, by tool name or pattern
+	// Approve names the tools a human approves call by call (approve.go);
+	// a tool it names may be called even when Allow does not name it.
+	Approve []string `json:"approve,omitempty"`
+	// ApproveDestructive overrides the top-level setting for this server.
+	ApproveDestructive *bool `json:"approveDestructive,omitempty"`
+	// Resources false refuses the server's resources (list and read);
+	// unset or true allows them (resources.go).
+	Resources *bool `json:"resources,omitempty"`
 }
 
 // serverRules is one ServerPolicy compiled.
 type serverRules struct {
-	allow, deny []ToolPattern
-	exact       map[string]time.Duration // timeouts by exact tool name
-	timeouts    []timeoutRule            // pattern timeouts, most specific first
+	allow, deny, approve []ToolPattern
+	exact                map[string]time.Duration // timeouts by exact tool name
+	timeouts             []timeoutRule            // pattern timeouts, most specific first
 }
 
 type timeoutRule struct {
@@ -58,6 +70,9 @@ func NewPolicy(source string, maxCalls int, servers map[string]ServerPolicy) (*P
 		}
 		if r.deny, err = compilePatterns(sp.Deny); err != nil {
 			return nil, fmt.Errorf("server %q: deny: %w", name, err)
+		}
+		if r.approve, err = compilePatterns(sp.Approve); err != nil {
+			return nil, fmt.Errorf("server %q: approve: %w", name, err)
 		}
 		r.exact = map[string]time.Duration{}
 		for pat, secs := range sp.Timeouts {
@@ -104,7 +119,7 @@ func (p *Policy) Check(server, tool string) error {
 		if matchAny(r.deny, tool) {
 			return fmt.Errorf("Tool %s.%s is denied by the policy (%s)", server, tool, p.Source)
 		}
-		if len(r.allow) > 0 && !matchAny(r.allow, tool) {
+		if len(r.allow) > 0 && !matchAny(r.allow, tool) && !p.approved(server, tool) {
 			return fmt.Errorf("Tool %s.%s is not allowed by the policy (%s)", server, tool, p.Source)
 		}
 	}
@@ -130,4 +145,45 @@ func (p *Policy) Timeout(server, tool string) (d time.Duration, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// approved reports whether an approve rule ("*" or the server's) names
+// server.tool.
+func (p *Policy) approved(server, tool string) bool {
+	return matchAny(p.rules["*"].approve, tool) || matchAny(p.rules[server].approve, tool)
+}
+
+// NeedsApproval reports whether a human must approve a call of server.tool
+// that Check allowed: an approve rule names it, or approveDestructive is on
+// for the server (its own setting over "*"'s over the top level) and the
+// tool's annotations say destructiveHint: true. Only an explicit true
+// counts: the spec's default for a tool without annotations is
+// "destructive", which would gate every unannotated tool, and annotations
+// come from the server itself, so the operator decides how far to trust
+// them, per server.
+func (p *Policy) NeedsApproval(server, tool string, annotations []byte) bool {
+	if p == nil || p.Err != nil {
+		return false
+	}
+	if p.approved(server, tool) {
+		return true
+	}
+	on := p.ApproveDestructive
+	for _, key := range []string{"*", server} {
+		if sp, ok := p.Servers[key]; ok && sp.ApproveDestructive != nil {
+			on = *sp.ApproveDestructive
+		}
+	}
+	return on && destructive(annotations)
+}
+
+// destructive reports whether annotations hold destructiveHint: true.
+func destructive(annotations []byte) bool {
+	var a struct {
+		Destructive *bool `json:"destructiveHint"`
+	}
+	if len(annotations) == 0 || json.Unmarshal(annotations, &a) != nil {
+		return false
+	}
+	return a.Destructive != nil && *a.Destructive
 }

@@ -36,6 +36,9 @@ type Scope struct {
 	// progress receives the upstream progress of the call's tool calls;
 	// nil drops it.
 	progress upstreamSink
+	// human gives gated tool calls the call's approval state (approve.go);
+	// nil: no one can be asked, and gated calls are refused.
+	human humanSource
 }
 
 // RequestRouter serves box→host requests (list, docs, search, call_tool).
@@ -68,6 +71,9 @@ type Router struct {
 	Skipped func() []ConfigProblem
 	// Store serves the memory and saved-tool methods; nil refuses them.
 	Store Store
+	// ApprovalTimeout bounds the wait for a human's approval
+	// (MCP_BRIDGE_APPROVAL_TIMEOUT); <= 0 is DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // ConfigProblem is a config file (Entry "") or entry that was skipped.

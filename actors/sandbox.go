@@ -139,6 +139,10 @@ type sandbox struct {
 	endLife   context.CancelCauseFunc
 	firstExec atomic.Bool // an exec frame was built for this sandbox (it carries the saved tools)
 	active    atomic.Pointer[activeCall]
+	// activeCh is closed and replaced whenever a call becomes active, for
+	// the job calls that wait for one (approve.go); guarded by activeMu.
+	activeMu  sync.Mutex
+	activeCh  chan struct{}
 	jobs      jobScopes  // grants of the calls that started background jobs (jobs.go)
 	drops     frameDrops // refused or dropped frames, logged as counts (drops.go)
 	closeOnce sync.Once
@@ -150,6 +154,31 @@ type sandbox struct {
 	stallOnce sync.Once
 	spawned   time.Time
 	wg        sync.WaitGroup
+}
+
+// setActive makes a the active call (nil: none), waking the job calls
+// that wait for one.
+func (s *sandbox) setActive(a *activeCall) {
+	s.active.Store(a)
+	if a == nil {
+		return
+	}
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if s.activeCh != nil {
+		close(s.activeCh)
+		s.activeCh = nil
+	}
+}
+
+// activeChanged is closed when the next call becomes active.
+func (s *sandbox) activeChanged() <-chan struct{} {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if s.activeCh == nil {
+		s.activeCh = make(chan struct{})
+	}
+	return s.activeCh
 }
 
 // activeCall is the state of the call a sandbox is running, shared with the
@@ -169,7 +198,9 @@ type activeCall struct {
 	limit     int // the host keeps at most this many bytes (2·C, TRN-3)
 	truncated bool
 	reset     bool
-	media     media // images and progress (media.go)
+	media     media      // images and progress (media.go)
+	asks      *approvals // the call's approvals (approve.go)
+	notes     []string   // from the questions relayed (relay.go)
 }
 
 func (a *activeCall) add(stream, data string) {

@@ -45,6 +45,18 @@ type serverConn struct {
 	served   atomic.Bool
 	children ChildRegistry
 	progress progressRoutes // the progress tokens of calls in flight (upstream.go)
+	calls    inflightCalls  // the calls in flight, for the questions relayed (relay.go)
+	// declared is the capability set initialize declared; relayBound
+	// bounds a relayed question; life ends with close, and the relays.
+	declared   HumanCaps
+	relayBound time.Duration
+	life       context.Context
+	endLife    context.CancelFunc
+	// toolTasks says the server accepts task-augmented tools/call; set
+	// before the connection is handed out. tasks are its tasks in flight
+	// (tasks.go).
+	toolTasks bool
+	tasks     taskCalls
 
 	done      chan struct{} // closed when the process exits or the connection is lost
 	doneOnce  sync.Once
@@ -202,6 +214,13 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout)
 	defer cancel()
 	conn := &serverConn{name: c.spec.Name, done: make(chan struct{}), closing: make(chan struct{}), started: time.Now()}
+	conn.life, conn.endLife = context.WithCancel(context.Background())
+	conn.declared = c.deps.Caps.get(ctx)
+	conn.relayBound = c.deps.RelayTimeout
+	if c.spec.Type == "http" || c.spec.Type == "sse" {
+		// mcp-go's HTTP client gives a server→client request 30 s.
+		conn.relayBound = min(max(conn.relayBound, time.Second), httpRelayBound)
+	}
 	var err error
 	switch {
 	case c.deps.dial != nil:
@@ -214,6 +233,11 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	if err != nil {
 		conn.close() // whatever started before the failure
 		return nil, nil, c.startError(err.Error(), "error withheld", "(none)")
+	}
+	// The bridge answers the server's requests itself (relay.go): mcp-go's
+	// own handler would answer what the client did not declare, too.
+	if bi, ok := conn.tr.(transport.BidirectionalInterface); ok {
+		bi.SetRequestHandler(conn.handleRequest)
 	}
 	fail := func(err error) (*serverConn, []ToolInfo, error) {
 		// A child that died makes the request fail a moment before its
@@ -253,6 +277,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		req := mcp.InitializeRequest{}
 		req.Params.ProtocolVersion = childProtocolVersion
 		req.Params.ClientInfo = mcp.Implementation{Name: "bridge", Version: "1"}
+		req.Params.Capabilities = conn.declared.declared()
 		res, err := conn.mc.Initialize(ctx, req)
 		initDone <- initResult{res, err}
 	}()
@@ -268,6 +293,7 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return fail(ir.err)
 	}
 	conn.version = ir.res.ServerInfo.Version
+	conn.toolTasks = toolCallTasks(ir.res.Capabilities)
 	tools, err := conn.listTools(ctx)
 	if err != nil {
 		return fail(err)
@@ -367,6 +393,9 @@ func (c *Client) dialHTTP(ctx context.Context, conn *serverConn) error {
 func (s *serverConn) close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
+		if s.endLife != nil {
+			s.endLife()
+		}
 		if s.proc == nil {
 			if s.mc != nil {
 				_ = s.mc.Close()

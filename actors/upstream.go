@@ -24,6 +24,9 @@ type UpstreamProgress struct {
 	Progress float64
 	Total    *float64
 	Message  string
+	// Status is a task's status (tasks.go): shown in place of the
+	// numbers, with Message its status message.
+	Status string
 }
 
 // progressRoutes maps the progress tokens of a connection's calls in flight
@@ -121,8 +124,12 @@ func upstreamMessage(label string, u UpstreamProgress) string {
 	var b strings.Builder
 	b.WriteString(label)
 	b.WriteString(": ")
-	b.WriteString(strconv.FormatFloat(u.Progress, 'g', -1, 64))
-	if u.Total != nil {
+	if u.Status != "" {
+		b.WriteString(clip(u.Status, 64))
+	} else {
+		b.WriteString(strconv.FormatFloat(u.Progress, 'g', -1, 64))
+	}
+	if u.Total != nil && u.Status == "" {
 		b.WriteString("/")
 		b.WriteString(strconv.FormatFloat(*u.Total, 'g', -1, 64))
 	}

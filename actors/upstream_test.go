@@ -2,17 +2,13 @@ package actors
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/rs/zerolog"
 )
 
 func TestUpstreamMessage(t *testing.T) {
@@ -25,6 +21,8 @@ func TestUpstreamMessage(t *testing.T) {
 		{UpstreamProgress{Progress: 2, Total: &four, Message: " copying "}, "s.t: 2/4 copying"},
 		{UpstreamProgress{Progress: 0.5}, "s.t: 0.5"},
 		{UpstreamProgress{Progress: 1, Message: "a\x1b[2Jb"}, `s.t: 1 a\x1b[2Jb`},
+		{UpstreamProgress{Status: "working", Message: "Gathering sources..."}, "s.t: working Gathering sources..."},
+		{UpstreamProgress{Status: "input_required", Total: &four}, "s.t: input_required"},
 	} {
 		if got := upstreamMessage("s.t", tc.u); got != tc.want {
 			t.Errorf("upstreamMessage(%+v) = %q, want %q", tc.u, got, tc.want)
@@ -124,33 +122,7 @@ func TestCallProgressAndCancel(t *testing.T) {
 	})
 	// Over stdio (here a pipe) nothing but notifications/cancelled can stop
 	// the server's handler: an HTTP client would end the request's stream.
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	deps := &ClientDeps{StartTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, Store: noStore{},
-		OnTools: func(string, string, []ToolInfo) {}, Log: zerolog.Nop(),
-		dial: func(_ context.Context, conn *serverConn) error {
-			hostR, serverW := net.Pipe()
-			serverR, hostW := net.Pipe()
-			sctx, stop := context.WithCancel(context.Background())
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = server.NewStdioServer(s).Listen(sctx, serverR, serverW)
-			}()
-			conn.tr = transport.NewIO(hostR, hostW, nil)
-			conn.mc = client.NewClient(conn.tr)
-			conn.cancel = func() {
-				stop()
-				for _, c := range []net.Conn{hostR, hostW, serverR, serverW} {
-					_ = c.Close()
-				}
-			}
-			return conn.mc.Start(context.Background())
-		}}
-	c := NewClient(ServerSpec{Name: "fake", Type: "stdio", Hash: "h"}, deps)
-	sup := quietSupervisor("client-test")
-	sup.Add(c)
-	serveUntilCleanup(t, sup)
+	c := pipeClient(t, s, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 

@@ -100,6 +100,9 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		}
 	}
 	if !found {
+		found = doctorNotLoaded(set, only, add)
+	}
+	if !found {
 		names := make([]string, len(specs))
 		for i, sp := range specs {
 			names[i] = sp.Name
@@ -116,6 +119,29 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		add("FAIL", "server "+only, "%s", msg)
 	}
 	return out
+}
+
+// doctorNotLoaded reports a server that is configured but not loaded
+// (unapproved, disabled, or skipped for a problem) with its file and the
+// fix, and whether name was one of them: "not found" would send the user
+// looking for an entry that is there.
+func doctorNotLoaded(set config.Set, name string, add func(string, string, string, ...any)) bool {
+	for _, g := range []struct {
+		level, fix string
+		problems   []config.Problem
+	}{
+		{"FAIL", "; fix the entry", set.Problems},
+		{"WARN", "", set.Unapproved}, // the reason names the fix
+		{"WARN", `; remove "disabled": true to serve it`, set.Disabled},
+	} {
+		for _, p := range g.problems {
+			if p.Entry == name {
+				add(g.level, "server "+name, "%s: %s%s", p.File, p.Reason, g.fix)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // doctorConfig reports the config dir and each config file. A file or

@@ -69,3 +69,30 @@ func TestDoctorConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNotLoaded checks that `bridge doctor NAME` for a server that is
+// configured but not loaded says why and where, not "not found".
+func TestDoctorNotLoaded(t *testing.T) {
+	set := config.Set{
+		Problems:   []config.Problem{{File: "a.json", Entry: "broken", Reason: `"args" must be a list`}},
+		Unapproved: []config.Problem{{File: ".mcp.json", Entry: "proj", Reason: "not approved: set MCP_BRIDGE_PROJECT_SERVERS=all"}},
+		Disabled:   []config.Problem{{File: "b.json", Entry: "off", Reason: "disabled"}},
+	}
+	for _, c := range []struct {
+		name string
+		want string
+	}{
+		{"broken", `FAIL server broken: a.json: "args" must be a list; fix the entry`},
+		{"proj", "WARN server proj: .mcp.json: not approved: set MCP_BRIDGE_PROJECT_SERVERS=all"},
+		{"off", `WARN server off: b.json: disabled; remove "disabled": true to serve it`},
+		{"other", ""},
+	} {
+		var got string
+		found := doctorNotLoaded(set, c.name, func(status, name, format string, a ...any) {
+			got = fmt.Sprintf("%-4s %s: %s", status, name, fmt.Sprintf(format, a...))
+		})
+		if got != c.want || found != (c.want != "") {
+			t.Errorf("doctorNotLoaded(%q) = %v, %q; want %q", c.name, found, got, c.want)
+		}
+	}
+}

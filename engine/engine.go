@@ -57,13 +57,16 @@ type Engine struct {
 	optsOnce   sync.Once
 	opts       config.Options // set once by configOptions
 	stamper    config.Stamper
+	// caps is the capability set declared to the proxied servers: the
+	// MCP client's (Serve), the terminal's (Exec), else none.
+	caps *actors.UpstreamCaps
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
 // getenv is the bridge's environment, from which children get only the
 // variables ENV-1 allows. watch turns on config watching (bridge run --watch).
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
-	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv}
+	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv, caps: actors.NewUpstreamCaps()}
 	launcherLog := log.With().Str("actor", "launcher").Logger()
 	switch env.Runtime {
 	case "local":
@@ -78,6 +81,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.router = actors.NewRouter()
 	e.router.MaxFrame = env.MaxFrameBytes
 	e.router.CallTimeout = time.Duration(env.CallTimeout) * time.Second
+	e.router.ApprovalTimeout = time.Duration(env.ApprovalTimeout) * time.Second
 	e.router.StartTimeout = time.Duration(env.StartTimeout) * time.Second
 	e.router.Log = log.With().Str("actor", "router").Logger()
 	// A memory_list page takes at most half a frame, leaving room for the
@@ -146,8 +150,10 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 		CallTimeout:  time.Duration(e.Env.CallTimeout) * time.Second,
 		IdleTimeout:  time.Duration(max(e.Env.ServerIdle, 0)) * time.Second,
 		Children:     e.children,
-		Store:        e.store,
+		Store:        actors.CapsStore(e.store, e.caps),
 		Log:          e.Log,
+		Caps:         e.caps,
+		RelayTimeout: time.Duration(e.Env.ApprovalTimeout) * time.Second,
 	}
 }
 
@@ -324,7 +330,10 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		In:           in, Out: out,
 		Log:  e.Log.With().Str("actor", "front").Logger(),
 		Done: cancel,
+		// The proxied servers are told what the client can do (relay.go).
+		OnInitialize: func(c mcp.ClientCapabilities) { e.caps.Set(actors.CapsOf(c)) },
 	})
+	e.caps.Expect()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go e.logEvents(ctx, &wg)
@@ -342,6 +351,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // gets the result before the actors stop, so a caller can print it without
 // waiting for container teardown.
 func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Result)) {
+	e.execCaps(ctx)
 	queued := time.Now()
 	e.sessions.SingleUse = true // one call: a replacement spare would only be stopped again
 	ctx, cancel := context.WithCancel(ctx)
@@ -364,4 +374,12 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Re
 // Validate checks raw run_python arguments as the front does.
 func (e *Engine) Validate(raw []byte) (actors.Args, string) {
 	return e.dispatcher.Validate(raw)
+}
+
+// execCaps declares to the proxied servers what the human of an exec call
+// can answer (its terminal, when it has one).
+func (e *Engine) execCaps(ctx context.Context) {
+	if h := actors.HumanFrom(ctx); h != nil {
+		e.caps.Set(h.Caps())
+	}
 }

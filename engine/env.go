@@ -44,6 +44,9 @@ type Env struct {
 	MaxOutputBytes  int
 	MaxFrameBytes   int
 	CallTimeout     int
+	// ApprovalTimeout bounds the wait for a human's approval of a gated
+	// tool call, in seconds (MCP_BRIDGE_APPROVAL_TIMEOUT).
+	ApprovalTimeout int
 	StartTimeout    int
 	MaxSessions     int
 	UnsafeLocal     bool
@@ -88,7 +91,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "MCP_BRIDGE_ALLOW_SELF_SERVER", "MCP_BRIDGE_STATE_DIR",
 	"MCP_BRIDGE_OUTPUT_MODE", "MCP_BRIDGE_LOG_LEVEL", "MCP_SERVERS_CONFIG", "MCP_BRIDGE_CONFIG_DIR",
 	"MCP_BRIDGE_OCI_RUNTIME", "MCP_BRIDGE_MAX_OUTPUT_BYTES", "MCP_BRIDGE_MAX_FRAME_BYTES",
-	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
+	"MCP_BRIDGE_CALL_TIMEOUT", "MCP_BRIDGE_APPROVAL_TIMEOUT", "MCP_BRIDGE_START_TIMEOUT", "MCP_BRIDGE_MAX_SESSIONS",
 	"MCP_BRIDGE_UNSAFE_LOCAL", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT",
 	"MCP_BRIDGE_MAX_IMAGES", "MCP_BRIDGE_MAX_IMAGE_BYTES", "MCP_BRIDGE_MOUNTS",
 	"MCP_BRIDGE_MEMORY_MAX_VALUE_BYTES", "MCP_BRIDGE_MEMORY_MAX_TOTAL_BYTES", "MCP_BRIDGE_MEMORY_MAX_KEYS", "MCP_BRIDGE_CONFIG_SOURCES",
@@ -232,6 +235,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.MaxFrameBytes = r.intRange("MCP_BRIDGE_MAX_FRAME_BYTES", 16<<20, 1<<20, math.MaxInt32)
 	e.MaxOutputBytes = r.intRange("MCP_BRIDGE_MAX_OUTPUT_BYTES", 32768, 1024, e.MaxFrameBytes)
 	e.CallTimeout = r.intRange("MCP_BRIDGE_CALL_TIMEOUT", 60, 1, 86400)
+	e.ApprovalTimeout = r.intRange("MCP_BRIDGE_APPROVAL_TIMEOUT", 120, 1, 86400)
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")

@@ -19,6 +19,7 @@ const PolicyFile = "bridge.policy"
 // policyDoc is the file's format.
 type policyDoc struct {
 	MaxToolCallsPerExecution int                            `json:"maxToolCallsPerExecution"`
+	ApproveDestructive       bool                           `json:"approveDestructive"`
 	Servers                  map[string]actors.ServerPolicy `json:"servers"`
 }
 
@@ -52,5 +53,6 @@ func LoadPolicy(dir string) *actors.Policy {
 		pol.Err = fmt.Errorf("policy: %w", err)
 		return pol
 	}
+	compiled.ApproveDestructive = doc.ApproveDestructive
 	return compiled
 }

@@ -30,7 +30,7 @@ __all__ = [
     "query_tool_docs", "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync",
     "capability_summary", "reset", "save_tool", "delete_tool",
     "save_memory", "load_memory", "update_memory", "delete_memory", "list_memories", "memory_exists",
-    "get_memory_info",
+    "get_memory_info", "ResourceLink", "list_resources", "list_resource_templates", "read_resource",
 ]
 
 
@@ -723,8 +723,10 @@ class Resource:
         return "Resource(uri=%r, %r)" % (self.uri, _Placeholder(self.mime_type, len(self.data)))
 
 
-def _block_value(block):
+def _block_value(block, server=None):
     kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str):
+        return ResourceLink(block, server)
     if kind == "text":
         return block.get("text", "")
     if kind == "image":
@@ -754,8 +756,76 @@ def _convert(result, server, tool):
             except ValueError:
                 pass
         return text
-    values = [_block_value(b) for b in content]
+    values = [_block_value(b, server) for b in content]
     return values[0] if len(values) == 1 else values
+
+
+# --- resources -------------------------------------------------------------
+
+class ResourceLink:
+    """A resource a tool result links to, or list_resources() lists: uri,
+    name, mime_type, description. `await link.read()` reads it from the
+    server that returned it."""
+
+    def __init__(self, item, server):
+        self.uri = item.get("uri")
+        self.name = item.get("name")
+        self.mime_type = item.get("mimeType")
+        self.description = item.get("description")
+        self.server = server
+
+    async def read(self):
+        if self.server is None:
+            raise MCPError("This resource link has no server to read it from", kind="not_available")
+        return await read_resource(self.server, self.uri)
+
+    def __repr__(self):
+        return "ResourceLink(uri=%r, name=%r, mime_type=%r, server=%r)" % (
+            self.uri, self.name, self.mime_type, self.server)
+
+
+def _contents_value(c, server, uri):
+    """One resources/read part: str for text, bytes for a blob, Image for a
+    blob with an image MIME type."""
+    blob = c.get("blob")
+    if not isinstance(blob, str):
+        text = c.get("text")
+        return text if isinstance(text, str) else ""
+    mime = c.get("mimeType")
+    try:
+        data = base64.b64decode("".join(blob.split()), validate=True)
+    except ValueError as e:
+        raise MCPError("Resource %s of server '%s' has an invalid blob: %s" % (uri, server, e), server=server,
+                       kind="server_error") from None
+    if isinstance(mime, str) and mime.startswith("image/"):
+        img = Image({"mimeType": mime})
+        img.data = data
+        return img
+    return data
+
+
+async def read_resource(server, uri):
+    """Reads a resource of a granted server: str for text, bytes for a blob,
+    Image for an image; a list when it has several parts."""
+    if not isinstance(uri, str) or not uri:
+        raise MCPError("read_resource needs a uri string", server=server, kind="invalid_arguments")
+    result = (await _acall("read_resource", {"server": server, "uri": uri}))["result"]
+    contents = result.get("contents") if isinstance(result, dict) else None
+    values = [_contents_value(c, server, uri) for c in contents or () if isinstance(c, dict)]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+async def list_resources(server):
+    """The resources of a granted server, as ResourceLink objects."""
+    items = (await _acall("list_resources", {"server": server}))["resources"]
+    return [ResourceLink(r, server) for r in items if isinstance(r, dict)]
+
+
+async def list_resource_templates(server):
+    """The raw resource templates of a granted server."""
+    return (await _acall("list_resource_templates", {"server": server}))["resourceTemplates"]
 
 
 # --- proxies ---------------------------------------------------------------
@@ -804,8 +874,8 @@ def _returns_text(schema, most=8):
     outputSchema the proxy returns the structured content, a dict, though
     the tool's text may look like a plain string, so help() says so."""
     if not isinstance(schema, dict):
-        return ("Returns: text (parsed JSON when the text is JSON; runtime.Image, Audio or Resource for other "
-                "content, a list when there are several blocks).")
+        return ("Returns: text (parsed JSON when the text is JSON; runtime.Image, Audio, Resource or ResourceLink "
+                "for other content, a list when there are several blocks).")
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     keys = ["%r: %s" % (k, _py_type(v)) for k, v in list(props.items())[:most]]
     if len(props) > most:
@@ -868,6 +938,9 @@ def _make_tool(server, tool):
     return proxy
 
 
+_RESOURCE_METHODS = ("list_resources", "list_resource_templates", "read_resource")
+
+
 class _ServerProxy:
     """mcp_<alias>: one async function per tool of a granted server."""
 
@@ -876,6 +949,9 @@ class _ServerProxy:
         self._alias = srv["alias"]
         self._error = srv.get("error")  # disabled or failed to start
         self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
+        for name in _RESOURCE_METHODS:
+            if name in self._fns:  # a tool of that name wins; runtime.read_resource(...) still reads
+                self.__dict__[name] = self._fns[name]
 
     def _broken(self, attr):
         """Any name of a server that cannot be used: its cause."""
@@ -907,11 +983,23 @@ class _ServerProxy:
         raise AttributeError(msg, name=None, obj=None)
 
     def __dir__(self):
-        return sorted(self._fns) + ["list_tools"]
+        return sorted(self._fns) + ["list_resource_templates", "list_resources", "list_tools", "read_resource"]
 
     async def list_tools(self):
         """The raw tools/list of this server."""
         return await list_tools(self._name)
+
+    async def list_resources(self):
+        """This server's resources, as ResourceLink objects."""
+        return await list_resources(self._name)
+
+    async def list_resource_templates(self):
+        """This server's raw resource templates (uriTemplate, name, ...)."""
+        return await list_resource_templates(self._name)
+
+    async def read_resource(self, uri):
+        """Reads one of this server's resources (see runtime.read_resource)."""
+        return await read_resource(self._name, uri)
 
     def __repr__(self):
         return "<MCP server %r: %d tools>" % (self._name, len(self._fns))

@@ -210,6 +210,8 @@ const (
 	KindTransport        = "transport"
 	KindNotFound         = "not_found"
 	KindConflict         = "conflict"
+	// KindDenied: a human (or the lack of one to ask) refused a gated call.
+	KindDenied = "denied"
 )
 
 // Error codes of link errors: the range -32000..-32019 (LNK-6), plus the
@@ -226,6 +228,7 @@ const (
 	CodeTransport        = -32004
 	CodeNotFound         = -32005
 	CodeConflict         = -32006
+	CodeDenied           = -32007
 	CodeMethodNotFound   = -32601
 	CodeInvalidParams    = -32602
 )

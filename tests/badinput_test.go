@@ -467,6 +467,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_OUTPUT_BYTES":     {"1023", "x", "16777217", "-1"},
 	"MCP_BRIDGE_MAX_FRAME_BYTES":      {"1048575", "x", "0", "-1"},
 	"MCP_BRIDGE_CALL_TIMEOUT":         {"0", "86401", "x"},
+	"MCP_BRIDGE_APPROVAL_TIMEOUT":     {"0", "86401", "x"},
 	"MCP_BRIDGE_START_TIMEOUT":        {"0", "601", "x"},
 	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},

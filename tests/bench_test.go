@@ -134,8 +134,13 @@ func TestBenchQuick(t *testing.T) {
 		"latency.cold.p50", "latency.cold.part.bridge", "latency.cold.part.sandbox", "latency.cold.part.exec",
 		"latency.cold.part.container", "latency.cold.part.python", "latency.cold.part.imports",
 		"proxy.echo.p50", "proxy.echo.p95", "search.sandbox.p50", "proxy.concurrent3", "memory.rss.idle",
-		"memory.rss.servers3", "memory.rss.flood", "memory.container.session", "scaling.sessions8", "scaling.rss8"} {
+		"memory.rss.servers3", "memory.rss.flood", "memory.container.session", "scaling.sessions8", "scaling.rss8",
+		"approve.roundtrip.p50"} {
 		need(id)
+	}
+	// A denied call never reaches the server: a machine-independent fact.
+	if leaks := need("approve.denied.leaks"); leaks != 0 {
+		t.Errorf("%v calls reached the server beyond the approved ones in the approve/deny cycles; want 0", leaks)
 	}
 	// On podman the link is a socket on fd 3: its floor is measured too.
 	if testRuntime() == "podman" {

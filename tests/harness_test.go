@@ -226,8 +226,8 @@ func startBridgeIn(t *testing.T, dir string, extra map[string]string, args ...st
 }
 
 // startBridgeDir is startBridgeArgv in working directory dir ("" inherits
-// the test's).
-func startBridgeDir(t *testing.T, dir string, extra map[string]string, command string, args []string, clientName string) *bridge {
+// the test's); opts configure the MCP client (its capabilities and handlers).
+func startBridgeDir(t *testing.T, dir string, extra map[string]string, command string, args []string, clientName string, opts ...client.ClientOption) *bridge {
 	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
@@ -243,9 +243,14 @@ func startBridgeDir(t *testing.T, dir string, extra map[string]string, command s
 		t.Fatalf("start bridge: %v", err)
 	}
 	go func() { _, _ = copyAll(b.stderr, tr.Stderr()) }()
-	b.c = client.NewClient(tr)
+	b.c = client.NewClient(tr, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if len(opts) > 0 { // the client's handlers answer the bridge's requests
+		if err := b.c.Start(ctx); err != nil {
+			t.Fatalf("start client: %v", err)
+		}
+	}
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
 	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}

@@ -111,6 +111,10 @@ func removeLeftovers(t *testing.T, pid int) {
 func waitNoContainers(t *testing.T, pid int, d time.Duration, what string) {
 	t.Helper()
 	start := time.Now()
+	if testRuntime() == "kubernetes" {
+		waitNoSandboxes(t, pid, d, what)
+		return
+	}
 	for countContainers("bridge-"+strconv.Itoa(pid)+"-") > 0 {
 		if time.Since(start) > d {
 			t.Fatalf("%s: containers still there %v later", what, d)

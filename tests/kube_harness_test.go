@@ -211,3 +211,31 @@ func podPIDNS(uid string) string {
 	}
 	return ""
 }
+
+// waitNoSandboxes fails unless no booted sandbox of the bridge with pid
+// still runs within d: no pod of it has more than one process (a pod's
+// python waits alone for its boot frame until a session attaches it; a
+// booted one runs the supervisor and its worker). The pod objects of a
+// killed bridge wait for the next bridge's sweep (TestKubeChaosKillBridge).
+func waitNoSandboxes(t *testing.T, pid int, d time.Duration, what string) {
+	t.Helper()
+	requireKube(t)
+	start := time.Now()
+	for {
+		counts, _ := processesIn(bridgePodUIDs(pid))
+		var running []string
+		for uid, n := range counts {
+			if n > 1 {
+				running = append(running, uid)
+			}
+		}
+		if len(running) == 0 {
+			break
+		}
+		if time.Since(start) > d {
+			t.Fatalf("%s: sandboxes still running in pods %v %v later", what, running, d)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s: sandboxes gone after %v", what, time.Since(start).Round(10*time.Millisecond))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -104,7 +105,8 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 	if msg != "" {
 		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})
 	} else {
-		e.Exec(ctx, a, emit)
+		// Approvals and relayed questions are answered on the terminal.
+		e.Exec(actors.WithHuman(ctx, newTTYHuman()), a, emit)
 	}
 	if tty {
 		fmt.Fprintln(m.Stderr, statusLine(res))

@@ -51,7 +51,7 @@ type Options struct {
 }
 
 // GroupNames are the figure groups in the order a run measures them.
-var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "kubernetes"}
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -125,6 +125,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"proxy", proxyFigures},
 		{"memory", memoryFigures},
 		{"scaling", scalingFigures},
+		{"approve", approveFigures},
 		{"kubernetes", kubeFigures}, // only when --groups names it (kube.go)
 	}
 	for _, g := range groups {

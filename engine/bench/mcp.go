@@ -26,8 +26,9 @@ type proc struct {
 }
 
 // startMCP starts argv with env as a stdio MCP server and initializes it
-// with the pinned legacy protocol version.
-func startMCP(ctx context.Context, argv, env []string) (*proc, error) {
+// with the pinned legacy protocol version; opts configure the client (its
+// handlers, which it then declares).
+func startMCP(ctx context.Context, argv, env []string, opts ...client.ClientOption) (*proc, error) {
 	p := &proc{}
 	var cmd *exec.Cmd
 	tr := transport.NewStdioWithOptions(argv[0], nil, argv[1:],
@@ -43,7 +44,13 @@ func startMCP(ctx context.Context, argv, env []string) (*proc, error) {
 		go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	}
 	p.pid = cmd.Process.Pid
-	p.c = client.NewClient(tr)
+	p.c = client.NewClient(tr, opts...)
+	if len(opts) > 0 {
+		if err := p.c.Start(ctx); err != nil { // the handlers answer the server's requests
+			p.close()
+			return nil, fmt.Errorf("bench: start %s: %w", argv[0], err)
+		}
+	}
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = "2025-11-25"
 	req.Params.ClientInfo = mcp.Implementation{Name: "bridge-bench", Version: "1"}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -35,8 +36,19 @@ func ServeEchoServer(ctx context.Context, in io.Reader, out io.Writer, n int, ca
 	return stdio.Listen(ctx, in, out)
 }
 
-// addEchoTools adds `echo` (returns its text) and `sleep` (waits seconds).
+// addEchoTools adds `echo` (returns its text), `sleep` (waits seconds),
+// and `count` and `calls`: the calls of count that reached this process,
+// for the approval figures.
 func addEchoTools(s *server.MCPServer) {
+	var counted atomic.Int64
+	s.AddTool(mcp.NewToolWithRawSchema("count", "Count this call.", json.RawMessage(`{"type":"object","properties":{}}`)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(fmt.Sprint(counted.Add(1))), nil
+		})
+	s.AddTool(mcp.NewToolWithRawSchema("calls", "How many count calls arrived.", json.RawMessage(`{"type":"object","properties":{}}`)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(fmt.Sprint(counted.Load())), nil
+		})
 	s.AddTool(mcp.NewToolWithRawSchema("echo", "Return the text.",
 		json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

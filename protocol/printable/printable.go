@@ -12,9 +12,12 @@ import (
 
 // String returns s with everything a terminal could act on shown as an
 // escape: C0 controls other than \n, \t and \r, and DEL, as \xNN; C1
-// controls (U+0080–U+009F) as \u00NN; bytes that are not valid UTF-8 as
-// \xNN. All other text, any script or emoji, is unchanged, and so is s when
-// it holds nothing to escape. Backslashes are not escaped: the rendering is
+// controls (U+0080–U+009F) and the bidirectional formatting characters as
+// \uNNNN; bytes that are not valid UTF-8 as \xNN. The bidi controls are
+// escaped because they reorder what a reader sees ("Trojan Source"): a log
+// line or a progress message could show text in an order other than the
+// bytes it holds. All other text, any script or emoji, is unchanged, and so
+// is s when it holds nothing to escape. Backslashes are not escaped: the rendering is
 // for a reader, not a decoder.
 func String(s string) string {
 	i := 0
@@ -38,7 +41,7 @@ func String(s string) string {
 			b.WriteString(s[i : i+size])
 		case size == 1: // a C0 control, DEL, or an invalid byte
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		default: // a C1 control, two bytes in UTF-8
+		default: // a C1 control or a bidi control
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
 		i += size
@@ -56,8 +59,25 @@ func needsEscape(r rune, size int) bool {
 		return false
 	case r < 0x20 || r == 0x7f:
 		return true
+	case r >= 0x80 && r <= 0x9f:
+		return true
 	default:
-		return r >= 0x80 && r <= 0x9f
+		return isBidiControl(r)
+	}
+}
+
+// isBidiControl reports whether r is one of Unicode's explicit
+// bidirectional formatting characters (UAX #9): the marks ALM, LRM and RLM,
+// the embeddings and overrides LRE, RLE, PDF, LRO and RLO, and the isolates
+// LRI, RLI, FSI and PDI.
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	default:
+		return r >= 0x2066 && r <= 0x2069
 	}
 }
 

@@ -22,6 +22,9 @@ func TestString(t *testing.T) {
 		{"invalid UTF-8 bytes", "a\xffb\xc0\x80c", `a\xffb\xc0\x80c`},
 		{"raw 8-bit CSI byte", "\x9b31m", `\x9b31m`},
 		{"truncated rune at the end", "ok\xe4\xb8", `ok\xe4\xb8`},
+		{"bidi overrides and isolates (Trojan Source)", "ok\u202e\u2066txt.exe\u2069\u202c", `ok\u202e\u2066txt.exe\u2069\u202c`},
+		{"bidi marks", "a\u200eb\u200fc\u061cd", `a\u200eb\u200fc\u061cd`},
+		{"right-to-left text itself unchanged", "שלום مرحبا", "שלום مرحبا"},
 		{"empty", "", ""},
 	} {
 		if got := String(tc.in); got != tc.want {

@@ -9,8 +9,9 @@ import (
 )
 
 // cancelLogReader passes stdin through and appends each
-// notifications/cancelled it carries to a file, one JSON params object a
-// line ({"requestId": ..., "reason": ...}), before mcp-go sees it: mcp-go
+// notifications/cancelled and tasks/cancel it carries to a file, one JSON
+// params object a line ({"requestId": ..., "reason": ...} or {"taskId":
+// ...}), before mcp-go sees it: mcp-go
 // handles cancellation itself and never shows it to a notification handler.
 type cancelLogReader struct {
 	in   *bufio.Reader
@@ -41,14 +42,14 @@ func (r *cancelLogReader) Read(p []byte) (int, error) {
 }
 
 func (r *cancelLogReader) note(line []byte) {
-	if !bytes.Contains(line, []byte("notifications/cancelled")) {
+	if !bytes.Contains(line, []byte("notifications/cancelled")) && !bytes.Contains(line, []byte("tasks/cancel")) {
 		return
 	}
 	var msg struct {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(line, &msg) != nil || msg.Method != "notifications/cancelled" {
+	if json.Unmarshal(line, &msg) != nil || (msg.Method != "notifications/cancelled" && msg.Method != "tasks/cancel") {
 		return
 	}
 	_, _ = r.log.Write(append(bytes.TrimSpace(msg.Params), '\n'))

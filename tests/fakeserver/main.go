@@ -21,13 +21,17 @@
 //	add_tool(name)       registers a tool at runtime: notifications/tools/list_changed
 //	counter()            1, 2, 3, ... per process (starts over after a restart)
 //
+// Resources (resources.go): mem://image, mem://big/{bytes}. Task tools
+// (tasks.go): task_sleep(seconds) (task required), task_optional().
+//
 // Modes (--mode): normal (default), hang-init, crash-start, noise,
 // stderr-flood, big-line, many-tools. Flags: --name, --tools N (extra tools
 // tool_0000...; many-tools defaults to 2000), --structured, --sleep-start D,
 // --pidfile PATH, and the test knobs --page-size, --workers, --flood-rate,
 // --big-line-bytes, --ignore-sigterm, --ignore-eof (hang-init), --extra-tools
 // a,b (tools by those exact names, "/" and "." allowed, answering "called a"),
-// --cancel-log PATH (records each notifications/cancelled received).
+// --cancel-log PATH (records each notifications/cancelled and tasks/cancel
+// received).
 package main
 
 import (
@@ -73,6 +77,7 @@ type options struct {
 	ignoreSigterm bool
 	ignoreEOF     bool
 	extraTools    string
+	ask           bool
 	cancelLog     string
 }
 
@@ -95,8 +100,9 @@ func run(args []string) int {
 	fs.IntVar(&o.bigLineBytes, "big-line-bytes", 10<<20, "big-line: size of the garbage line before the first response")
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
+	fs.BoolVar(&o.ask, "ask", false, "serve ask: it asks the client's user for a name (elicitation/create), whatever the client declared")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
-	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled received to this file, one JSON object a line")
+	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled and tasks/cancel received to this file, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -291,6 +297,8 @@ func (iw *injectWriter) Write(p []byte) (int, error) {
 func newServer(o options) *server.MCPServer {
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(false, false),
+		server.WithTaskCapabilities(true, true, true),
 		server.WithRecovery(),
 	}
 	if o.pageSize > 0 {
@@ -298,6 +306,11 @@ func newServer(o options) *server.MCPServer {
 	}
 	s := server.NewMCPServer(o.name, "1.0.0", opts...)
 	registerTools(s, o)
+	registerResources(s) // resources.go
+	registerTaskTools(s) // tasks.go
+	if o.ask {
+		s.AddTool(tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), askTool)
+	}
 	for _, name := range strings.Split(o.extraTools, ",") {
 		if name != "" {
 			s.AddTool(tool(name, "Extra tool named by --extra-tools.", emptySchema), calledTool(name))

@@ -1,0 +1,471 @@
+package actors
+
+// relay.go passes an upstream server's questions (elicitation/create,
+// sampling/createMessage) to the human behind the inner call that caused
+// them. One server process serves every session, and on stdio nothing ties
+// such a request to a tools/call: a question is relayed only when exactly
+// one call is in flight on the connection, or when it names its task
+// (related-task). Anything else is declined, and the calls in flight get a
+// note saying why.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/bridge-mcp/bridge/protocol/printable"
+)
+
+// UpstreamCaps is the capability set the bridge declares to the servers it
+// proxies: what its MCP client declared (elicitation, form and URL modes;
+// sampling), never more. After Expect it is not known until Set (the
+// client's initialize): until then, for at most capsWait, a server start
+// waits for it, since a server lists different tools to different sets.
+type UpstreamCaps struct {
+	mu        sync.Mutex
+	set       bool
+	caps      HumanCaps
+	ready     chan struct{}
+	waitUntil time.Time // zero: nothing to wait for
+}
+
+// capsWait bounds how long a server start waits for the client's
+// initialize: past it, the server is started declaring nothing.
+const capsWait = 2 * time.Second
+
+// NewUpstreamCaps returns the empty set, known (see Expect).
+func NewUpstreamCaps() *UpstreamCaps {
+	return &UpstreamCaps{ready: make(chan struct{})}
+}
+
+// Expect makes the set unknown until Set, for at most capsWait from now.
+func (u *UpstreamCaps) Expect() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.set {
+		u.waitUntil = time.Now().Add(capsWait)
+	}
+}
+
+// Set records the client's capabilities; the first Set wins, since servers
+// already started declared it.
+func (u *UpstreamCaps) Set(c HumanCaps) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.set {
+		return
+	}
+	u.set, u.caps = true, HumanCaps{Form: c.Form, URL: c.URL, Sampling: c.Sampling}
+	close(u.ready)
+}
+
+// get is the set, waiting (within capsWait of its making, and ctx) for it
+// to be known; unknown is the empty set. A nil set is empty.
+func (u *UpstreamCaps) get(ctx context.Context) HumanCaps {
+	if u == nil {
+		return HumanCaps{}
+	}
+	u.mu.Lock()
+	set, until := u.set, u.waitUntil
+	u.mu.Unlock()
+	if set || until.IsZero() {
+		return u.known()
+	}
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-u.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return u.known()
+}
+
+func (u *UpstreamCaps) known() HumanCaps {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.caps
+}
+
+// key names the set in the disk catalog's key: "" when empty, so catalogs
+// written before capabilities were declared stay valid for that set.
+func (c HumanCaps) key() string {
+	var parts []string
+	if c.Form {
+		parts = append(parts, "ef")
+	}
+	if c.URL {
+		parts = append(parts, "eu")
+	}
+	if c.Sampling {
+		parts = append(parts, "s")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "-" + strings.Join(parts, "")
+}
+
+// declared is the set as initialize declares it.
+func (c HumanCaps) declared() mcp.ClientCapabilities {
+	var out mcp.ClientCapabilities
+	if c.Form || c.URL {
+		out.Elicitation = &mcp.ElicitationCapability{}
+		if c.Form {
+			out.Elicitation.Form = &struct{}{}
+		}
+		if c.URL {
+			out.Elicitation.URL = &struct{}{}
+		}
+	}
+	if c.Sampling {
+		out.Sampling = &mcp.SamplingCapability{}
+	}
+	return out
+}
+
+// CapsOf is what a client's declared capabilities let the bridge ask.
+func CapsOf(caps mcp.ClientCapabilities) HumanCaps {
+	var c HumanCaps
+	if e := caps.Elicitation; e != nil {
+		// An empty elicitation object means form mode only (2025-11-25).
+		c.Form = e.Form != nil || e.URL == nil
+		c.URL = e.URL != nil
+	}
+	c.Sampling = caps.Sampling != nil
+	if !c.Form {
+		c.Missing = noElicitation
+	}
+	return c
+}
+
+// capsStore keys a catalog store by config hash and declared capability
+// set: a server lists different tools to different sets.
+type capsStore struct {
+	inner CatalogStore
+	caps  *UpstreamCaps
+}
+
+// CapsStore returns store keyed also by caps.
+func CapsStore(store CatalogStore, caps *UpstreamCaps) CatalogStore {
+	return capsStore{store, caps}
+}
+
+func (s capsStore) Load(hash string) ([]ToolInfo, bool) {
+	return s.inner.Load(hash + s.caps.get(context.Background()).key())
+}
+
+func (s capsStore) Save(hash, version string, tools []ToolInfo) {
+	s.inner.Save(hash+s.caps.get(context.Background()).key(), version, tools)
+}
+
+// innerCall is one tools/call in flight on a connection: the upstream
+// requests attributed to it go to the human of src.
+type innerCall struct {
+	server, tool string
+	ctx          context.Context // ends with the inner call
+	src          humanSource     // nil: no one to ask
+}
+
+type innerKey struct{}
+
+// withInner marks ctx as the context of an inner call of src.
+func withInner(ctx context.Context, server, tool string, src humanSource) context.Context {
+	return context.WithValue(ctx, innerKey{}, &innerCall{server: server, tool: tool, src: src})
+}
+
+func innerFrom(ctx context.Context) *innerCall {
+	ic, _ := ctx.Value(innerKey{}).(*innerCall)
+	return ic
+}
+
+// note adds msg to the notes of the run_python call the inner call belongs
+// to, if one is active.
+func (ic *innerCall) note(msg string) {
+	if ic != nil && ic.src != nil {
+		ic.src.note(msg)
+	}
+}
+
+// innerCalls is a connection's tools/calls in flight, and the upstream
+// tasks bound to them.
+type inflightCalls struct {
+	mu    sync.Mutex
+	calls map[*innerCall]struct{}
+	tasks map[string]*innerCall
+}
+
+// add registers ic (a fresh one when nil, so the count stays true) for the
+// length of its call; done unregisters it.
+func (f *inflightCalls) add(ic *innerCall) (done func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[*innerCall]struct{}{}
+	}
+	f.calls[ic] = struct{}{}
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.calls, ic)
+	}
+}
+
+// track registers the request of ctx (an inner call, withInner; else one
+// named server and what) for the questions the server may ask while it
+// runs under cctx, its bounded context; the returned context carries the
+// entry (for BindTask and RelayInput), and done unregisters it.
+func (s *serverConn) track(ctx, cctx context.Context, server, what string) (context.Context, func()) {
+	ic := innerCall{server: server, tool: what}
+	if from := innerFrom(ctx); from != nil {
+		ic = *from
+	}
+	ic.ctx = cctx
+	return context.WithValue(cctx, innerKey{}, &ic), s.calls.add(&ic)
+}
+
+// BindTask ties the upstream requests that name taskID (related-task) to
+// the inner call of ctx, until unbind is called: for a task-augmented call,
+// whose questions come while other calls are in flight.
+func (s *serverConn) BindTask(ctx context.Context, taskID string) (unbind func()) {
+	ic := innerFrom(ctx)
+	f := &s.calls
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tasks == nil {
+		f.tasks = map[string]*innerCall{}
+	}
+	f.tasks[taskID] = ic
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.tasks[taskID] == ic {
+			delete(f.tasks, taskID)
+		}
+	}
+}
+
+// attribute is the call a request belongs to: its task's, else the only
+// call in flight; nil and every call in flight when there is no single one.
+func (f *inflightCalls) attribute(taskID string) (*innerCall, []*innerCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ic, ok := f.tasks[taskID]; ok && taskID != "" && ic != nil {
+		return ic, nil
+	}
+	all := make([]*innerCall, 0, len(f.calls))
+	for ic := range f.calls {
+		all = append(all, ic)
+	}
+	if len(all) == 1 {
+		return all[0], nil
+	}
+	return nil, all
+}
+
+// relatedTask is the task id in a request's _meta, "" when none.
+func relatedTask(params any) string {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return ""
+	}
+	var rt struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal(p.Meta[mcp.RelatedTaskMetaKey], &rt)
+	return rt.TaskID
+}
+
+// httpRelayBound keeps a relay under mcp-go's HTTP client limit: it gives
+// a server→client request 30 s, after which the answer cannot be sent.
+const httpRelayBound = 29 * time.Second
+
+// handleRequest answers a server→client request on the connection: ping,
+// and the questions the client's capabilities allow; -32601 for the rest.
+func (s *serverConn) handleRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	switch req.Method {
+	case string(mcp.MethodPing):
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	case string(mcp.MethodElicitationCreate):
+		return s.relay(ctx, req, "elicitation", s.declared.Form || s.declared.URL, s.relayElicitationRaw)
+	case string(mcp.MethodSamplingCreateMessage):
+		return s.relay(ctx, req, "sampling", s.declared.Sampling, s.relaySampling)
+	}
+	return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported: "+printable.Log(req.Method), nil), nil
+}
+
+type relayFunc func(ctx context.Context, ic *innerCall, asks *approvals, params json.RawMessage) (any, string, error)
+
+// relay attributes req to an inner call, asks its human through f, and
+// answers the server; the notes say what could not be relayed.
+func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, what string, declared bool, f relayFunc) (*transport.JSONRPCResponse, error) {
+	ic, all := s.calls.attribute(relatedTask(req.Params))
+	if !declared {
+		msg := fmt.Sprintf("Server '%s' sent a %s request, which your MCP client did not declare; the server got an error (-32601)", s.name, what)
+		noteAll(ic, all, msg)
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, what+" is not supported by this client", nil), nil
+	}
+	if ic == nil {
+		noteAll(nil, all, fmt.Sprintf("Server '%s' asked for input (%s) while %d calls to it were in flight, so the bridge could not tell which call it came from; it was declined", s.name, what, len(all)))
+		return declined(req.ID, what)
+	}
+	raw, _ := json.Marshal(req.Params)
+	// The transport's context may carry a limit of its own (mcp-go's HTTP
+	// client: 30 s, which relayBound stays under); the connection's life
+	// bounds the relay instead.
+	base := s.life
+	if base == nil {
+		base = context.WithoutCancel(ctx)
+	}
+	res, ok := ic.ask(base, s.relayBound, what, func(ctx context.Context, asks *approvals) (any, string, error) {
+		return f(ctx, ic, asks, raw)
+	})
+	if !ok {
+		return declined(req.ID, what)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, out), nil
+}
+
+// ask puts a question of the inner call ic to its human through f, within
+// bound (<= 0: DefaultApprovalTimeout) and the life of base and of the
+// call; the wait is not the cell's time. ok is false when there was no
+// answer: no human, or an error, each noted on the call's result.
+func (ic *innerCall) ask(base context.Context, bound time.Duration, what string, f func(context.Context, *approvals) (any, string, error)) (res any, ok bool) {
+	var asks *approvals
+	if ic.src != nil {
+		asks = ic.src.current()
+	}
+	if asks == nil || asks.human == nil {
+		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and no client could be asked; it was declined", ic.server, ic.tool, what))
+		return nil, false
+	}
+	if bound <= 0 {
+		bound = DefaultApprovalTimeout
+	}
+	ctx, cancel := context.WithTimeout(base, bound)
+	defer cancel()
+	if ic.ctx != nil {
+		stop := context.AfterFunc(ic.ctx, cancel) // the inner call ended: nobody needs the answer
+		defer stop()
+	}
+	asks.waiting.Add(1)
+	start := time.Now()
+	res, note, err := f(ctx, asks)
+	asks.paused.Add(int64(time.Since(start)))
+	asks.waiting.Add(-1)
+	if note != "" {
+		ic.note(note)
+	}
+	if err != nil {
+		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and the question failed: %s; it was declined", ic.server, ic.tool, what, printable.String(clip(err.Error(), 200))))
+		return nil, false
+	}
+	return res, true
+}
+
+// RelayInput asks the human of the inner call of ctx (the context
+// Client.Call runs the request under) the elicitation an upstream task
+// sent as input_required, within bound and the call's life, and returns
+// the answer; without an answer it is a decline, noted on the call's
+// result. For the tasks relay: a task's questions come with its id.
+func RelayInput(ctx context.Context, bound time.Duration, p mcp.ElicitationParams) *mcp.ElicitationResult {
+	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
+	ic := innerFrom(ctx)
+	if ic == nil {
+		return decline
+	}
+	res, ok := ic.ask(ctx, bound, "elicitation", func(ctx context.Context, asks *approvals) (any, string, error) {
+		return relayElicitation(ctx, ic, asks, p)
+	})
+	if r, is := res.(*mcp.ElicitationResult); ok && is {
+		return r
+	}
+	return decline
+}
+
+// declined is a decline for an elicitation; sampling has no decline, so
+// it is the error a user's rejection gives (-1).
+func declined(id mcp.RequestId, what string) (*transport.JSONRPCResponse, error) {
+	if what == "sampling" {
+		return transport.NewJSONRPCErrorResponse(id, -1, "the request was not relayed to a user", nil), nil
+	}
+	return transport.NewJSONRPCResultResponse(id, json.RawMessage(`{"action":"decline"}`)), nil
+}
+
+func noteAll(ic *innerCall, all []*innerCall, msg string) {
+	if ic != nil {
+		ic.note(msg)
+	}
+	for _, c := range all {
+		c.note(msg)
+	}
+}
+
+// relayElicitationRaw decodes an elicitation/create and relays it.
+func (s *serverConn) relayElicitationRaw(ctx context.Context, ic *innerCall, asks *approvals, raw json.RawMessage) (any, string, error) {
+	var p mcp.ElicitationParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, "", fmt.Errorf("invalid elicitation/create params: %w", err)
+	}
+	return relayElicitation(ctx, ic, asks, p)
+}
+
+// relayElicitation passes a form (or, when the human's client declared it,
+// a URL) request on as it is, its message prefixed with the server and
+// tool it comes from; a mode the client did not declare is declined.
+func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp.ElicitationParams) (any, string, error) {
+	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
+	caps := asks.human.Caps()
+	if p.Mode == mcp.ElicitationModeURL && !caps.URL || p.Mode != mcp.ElicitationModeURL && !caps.Form {
+		mode := p.Mode
+		if mode == "" {
+			mode = mcp.ElicitationModeForm
+		}
+		return decline, fmt.Sprintf("%s.%s asked for input in %s mode, which your MCP client did not declare; it was declined", ic.server, ic.tool, printable.String(clip(mode, 32))), nil
+	}
+	p.Message = fmt.Sprintf("%s.%s asks: %s", ic.server, ic.tool, p.Message)
+	p.Meta = nil
+	res, err := asks.human.Elicit(ctx, mcp.ElicitationRequest{Params: p})
+	if err != nil {
+		return nil, "", err
+	}
+	return res, "", nil
+}
+
+func (s *serverConn) relaySampling(ctx context.Context, ic *innerCall, asks *approvals, raw json.RawMessage) (any, string, error) {
+	if !asks.human.Caps().Sampling {
+		return nil, "", fmt.Errorf("your MCP client did not declare sampling")
+	}
+	var p mcp.CreateMessageParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, "", fmt.Errorf("invalid sampling/createMessage params: %w", err)
+	}
+	for i := range p.Messages {
+		content, err := mcp.ParseSamplingContent(p.Messages[i].Content)
+		if err != nil {
+			return nil, "", fmt.Errorf("sampling message %d: %w", i, err)
+		}
+		p.Messages[i].Content = content
+	}
+	res, err := asks.human.Sample(ctx, mcp.CreateMessageRequest{CreateMessageParams: p})
+	if err != nil {
+		return nil, "", err
+	}
+	return res, "", nil
+}
