@@ -2,15 +2,17 @@ package tests
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // requireKubeRuntime fails a Kubernetes-only test run on another runtime:
@@ -146,5 +148,68 @@ func TestKubeRejectedSettings(t *testing.T) {
 		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "kubernetes") {
 			t.Errorf("%s with kubernetes: exit %d, stdout %q, stderr %q; want exit 2 and one line starting %q", name, code, out, errOut, want)
 		}
+	}
+}
+
+// TestKubePodSpec checks a live sandbox pod, as the API server stored it
+// and as the sandbox sees itself (what TestContainerFlags checks of a
+// container): restricted security context, limits, stdinOnce, memory
+// emptyDirs; inside, uid and gid 65534, no capabilities, no_new_privs, a
+// seccomp filter, a read-only root, no service account token and no service
+// environment variables but the API server's (the kubelet sets those in
+// every container; docs/SECURITY.md).
+func TestKubePodSpec(t *testing.T) {
+	k := requireKubeRuntime(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MEMORY": "256m", "MCP_BRIDGE_CPUS": "0.5"})
+	name := podName(b, "default")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var pod corev1.Pod
+	if err := k.core.Get().Namespace(k.ns).Resource("pods").Name(name).Do(ctx).Into(&pod); err != nil {
+		t.Fatal(err)
+	}
+	s, c := pod.Spec, pod.Spec.Containers[0]
+	psc, sc := s.SecurityContext, c.SecurityContext
+	for _, tt := range []struct {
+		name      string
+		got, want any
+	}{
+		{"runAsUser", *psc.RunAsUser, int64(65534)},
+		{"runAsGroup", *psc.RunAsGroup, int64(65534)},
+		{"runAsNonRoot", *psc.RunAsNonRoot, true},
+		{"seccomp", string(psc.SeccompProfile.Type), os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE") != "" && psc.SeccompProfile.Type == corev1.SeccompProfileTypeLocalhost || os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE") == "" && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+		{"automountServiceAccountToken", *s.AutomountServiceAccountToken, false},
+		{"enableServiceLinks", *s.EnableServiceLinks, false},
+		{"readOnlyRootFilesystem", *sc.ReadOnlyRootFilesystem, true},
+		{"allowPrivilegeEscalation", *sc.AllowPrivilegeEscalation, false},
+		{"capabilities.drop", fmt.Sprint(sc.Capabilities.Drop), "[ALL]"},
+		{"stdinOnce", c.Stdin && c.StdinOnce && !c.TTY, true},
+		{"memory limit", c.Resources.Limits.Memory().String(), "256Mi"},
+		{"cpu limit", c.Resources.Limits.Cpu().String(), "500m"},
+		{"/tmp", s.Volumes[0].EmptyDir.Medium == corev1.StorageMediumMemory && s.Volumes[0].EmptyDir.SizeLimit.String() == "64Mi", true},
+		{"/workspace", s.Volumes[1].EmptyDir.Medium == corev1.StorageMediumMemory && s.Volumes[1].EmptyDir.SizeLimit.String() == "128Mi", true},
+	} {
+		if tt.name == "seccomp" {
+			if tt.want != true {
+				t.Errorf("seccomp profile %s does not match MCP_BRIDGE_K8S_SECCOMP_PROFILE=%q", tt.got, os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE"))
+			}
+			continue
+		}
+		if tt.got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	view := b.mustOK(`import os, json
+st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+try:
+    open("/probe", "w"); root = "writable"
+except OSError as e:
+    root = e.strerror
+print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "CapEff": st["CapEff"].strip(),
+  "NoNewPrivs": st["NoNewPrivs"].strip(), "Seccomp": st["Seccomp"].strip(), "root": root,
+  "token": os.path.exists("/var/run/secrets/kubernetes.io"), "service_env": sorted(k for k in os.environ if k.endswith("_SERVICE_HOST"))}))`)
+	want := `{"uid": 65534, "gid": 65534, "groups": [65534], "CapEff": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2", "root": "Read-only file system", "token": false, "service_env": ["KUBERNETES_SERVICE_HOST"]}`
+	if view != want {
+		t.Errorf("the sandbox's view of itself:\n got %s\nwant %s", view, want)
 	}
 }
