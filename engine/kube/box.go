@@ -88,10 +88,14 @@ func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, er
 		// The stream's stdin copier reads podIn until it fails: closing it
 		// ends that goroutine, which the stream does not wait for.
 		podIn.Close()
+		// Whether the host hung up before the sandbox ended: a hang-up
+		// after that (a session closing while the code is looked up) does
+		// not make the sandbox's own exit a clean one.
+		hungUp := isClosed(b.hungUp)
 		// The host sees the link's EOF only once the exit code is known:
 		// it asks for the code a moment after EOF (a second at most), and
 		// the kubelet reports it a second or so after the container ended.
-		b.settle(c, err)
+		b.settle(c, err, hungUp)
 		outW.Close()
 		close(b.exited)
 	}()
@@ -103,12 +107,10 @@ func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, er
 // pod's status; a pod that was deleted or evicted, or whose attach dropped
 // while it still ran (then it is deleted: its state is lost either way),
 // counts as killed (137) with the reason in Logs.
-func (b *box) settle(c *clients, streamErr error) {
-	select {
-	case <-b.hungUp:
+func (b *box) settle(c *clients, streamErr error, hungUp bool) {
+	if hungUp {
 		b.exitCode = 0
 		return
-	default:
 	}
 	b.exitCode = 137
 	select {
@@ -156,6 +158,15 @@ func (b *box) settle(c *clients, streamErr error) {
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
