@@ -213,3 +213,34 @@ print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups
 		t.Errorf("the sandbox's view of itself:\n got %s\nwant %s", view, want)
 	}
 }
+
+// TestKubeWarmPool checks MCP_BRIDGE_K8S_WARM_POOL: a bridge keeps that
+// many started pods beside its spare, each a lone Python waiting for its
+// boot frame (not attached), and a new session's first call takes one.
+func TestKubeWarmPool(t *testing.T) {
+	k := requireKubeRuntime(t)
+	for _, pool := range []int{0, 2} {
+		t.Run(fmt.Sprint(pool), func(t *testing.T) {
+			b := startBridge(t, map[string]string{"MCP_BRIDGE_K8S_WARM_POOL": fmt.Sprint(pool)})
+			pid := b.cmd.Process.Pid
+			b.mustOK("print(1)") // adopts the spare; a new spare starts
+			want := 2 + pool // the session's pod, the new spare's and the pool's
+			var lone int
+			waitFor(t, 30*time.Second, fmt.Sprintf("%d pods of the bridge, %d of them unattached", want, pool), func() bool {
+				uids := bridgePodUIDs(pid)
+				counts, _ := processesIn(uids)
+				lone = 0
+				for _, n := range counts {
+					if n == 1 {
+						lone++
+					}
+				}
+				return len(uids) == want && lone == pool
+			})
+			if got := len(k.bridgePods(t, pid)); got != want {
+				t.Errorf("pods: %d, want %d", got, want)
+			}
+			b.mustOKIn("new", "print(2)")
+		})
+	}
+}
