@@ -224,7 +224,7 @@ func TestKubeWarmPool(t *testing.T) {
 			b := startBridge(t, map[string]string{"MCP_BRIDGE_K8S_WARM_POOL": fmt.Sprint(pool)})
 			pid := b.cmd.Process.Pid
 			b.mustOK("print(1)") // adopts the spare; a new spare starts
-			want := 2 + pool // the session's pod, the new spare's and the pool's
+			want := 2 + pool     // the session's pod, the new spare's and the pool's
 			var lone int
 			waitFor(t, 30*time.Second, fmt.Sprintf("%d pods of the bridge, %d of them unattached", want, pool), func() bool {
 				uids := bridgePodUIDs(pid)
