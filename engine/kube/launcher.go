@@ -98,7 +98,13 @@ func (l *Launcher) Start(ctx context.Context, session string) (actors.Sandbox, e
 		case l.taken <- struct{}{}:
 		default:
 		}
-		b, err := l.attach(c, name, log.With().Str("pod", name).Logger())
+		// A pool pod may have ended while it waited (evicted, deleted, its
+		// node gone): only a running one is attached.
+		err := l.stillRunning(ctx, c, name)
+		var b *box
+		if err == nil {
+			b, err = l.attach(c, name, log.With().Str("pod", name).Logger())
+		}
 		if err == nil {
 			return b, nil
 		}
@@ -118,6 +124,20 @@ func (l *Launcher) Start(ctx context.Context, session string) (actors.Sandbox, e
 		return nil, err
 	}
 	return b, nil
+}
+
+// stillRunning checks that the pool pod name still runs its container.
+func (l *Launcher) stillRunning(ctx context.Context, c *clients, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, deleteBound)
+	defer cancel()
+	var pod corev1.Pod
+	if err := c.core.Get().Namespace(c.namespace).Resource("pods").Name(name).Do(ctx).Into(&pod); err != nil {
+		return err
+	}
+	if running, err := podStarted(&pod, l.cfg.Image); !running || pod.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s no longer runs (%v)", name, err)
+	}
+	return nil
 }
 
 // StartError implements actors.Launcher.
