@@ -89,7 +89,7 @@ func (s *Session) start(ctx context.Context) (*sandbox, error) {
 		}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
-		sb, err := startSandbox(s.cfg, s.name)
+		sb, err := startSandbox(s.cfg, boxLabel(s.key))
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, nil, false)
 	}
 	call = &activeCall{
-		scope: Scope{Session: s.name, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
+		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 		asks:  newApprovals(HumanFrom(req.Ctx)),

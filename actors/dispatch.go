@@ -125,7 +125,7 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	if err != nil {
 		return fail(err)
 	}
-	s, err := d.Sessions.Get(ctx, args.Session)
+	s, err := d.Sessions.Get(ctx, SessionKey(PrincipalFrom(ctx), args.Session))
 	if err != nil {
 		return fail(err)
 	}

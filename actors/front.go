@@ -31,6 +31,9 @@ type FrontConfig struct {
 	Done func()
 	// Structured is the MCP_BRIDGE_STRUCTURED policy; "" means auto.
 	Structured string
+	// Run, when set, runs a call in place of Dispatcher.Run (bridge serve
+	// wraps it with per-principal limits, metrics and the access log).
+	Run func(ctx context.Context, raw json.RawMessage) result.Result
 	// OnInitialize gets the client's capabilities at initialize; nil: unused.
 	OnInitialize func(mcp.ClientCapabilities)
 }
@@ -103,7 +106,11 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
 	}
-	return f.shape(ctx, f.cfg.Render(f.cfg.Dispatcher.Run(ctx, raw))), nil
+	run := f.cfg.Dispatcher.Run
+	if f.cfg.Run != nil {
+		run = f.cfg.Run
+	}
+	return f.shape(ctx, f.cfg.Render(run(ctx, raw))), nil
 }
 
 // progressSender sends notifications/progress for token to the client of

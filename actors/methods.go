@@ -224,7 +224,7 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, s.Client.State(), scope, time.Now())
 		}
 	}
-	userTools, warn := r.userToolDocs()
+	userTools, warn := r.userToolDocs(scope.Principal)
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
@@ -330,7 +330,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
 	}
-	if err := cat.policy.Check(p.Server, p.Tool); err != nil {
+	if err := cat.policy.CheckFor(scope.Principal, p.Server, p.Tool); err != nil {
 		if firstRefusal(scope) {
 			r.Log.Warn().Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Str("session", scope.Session).Int64("call", scope.Call).Msg(printable.Log(err.Error()))
 		}
@@ -364,6 +364,9 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		key, label := innerCalls.Add(1), p.Server+"."+s.Aliases[i]
 		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
 		defer sink.ended(key)
+	}
+	if r.OnProxied != nil {
+		r.OnProxied(p.Server)
 	}
 	call := s.Client.Call
 	if requiresTask(s.Tools[i].Raw) { // tasks.go

@@ -25,6 +25,9 @@ type Policy struct {
 	ApproveDestructive bool
 	// Servers holds rules by server name; "*" applies to every server.
 	Servers map[string]ServerPolicy
+	// Principals holds each principal's own grants (bridge serve),
+	// checked on top of these rules (CheckFor).
+	Principals map[string]*Policy
 	// rules is Servers compiled, by server name.
 	rules map[string]serverRules
 }

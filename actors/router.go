@@ -21,10 +21,13 @@ import (
 // Scope is the call a sandbox request belongs to: the session, the call
 // number, the servers the call may use (the allow-list) and its deadline.
 type Scope struct {
-	Session  string
-	Call     int64
-	Servers  []string
-	Deadline time.Time
+	Session string
+	// Principal is who made the call ("" for stdio): it picks the store
+	// and the policy's per-principal grants.
+	Principal string
+	Call      int64
+	Servers   []string
+	Deadline  time.Time
 	// ToolCalls counts the execution's proxied tool calls, for the
 	// policy's cap; nil means no counting.
 	ToolCalls *atomic.Int64
@@ -71,6 +74,12 @@ type Router struct {
 	Skipped func() []ConfigProblem
 	// Store serves the memory and saved-tool methods; nil refuses them.
 	Store Store
+	// StoreFor is a principal's own store (bridge serve); nil gives
+	// principals none.
+	StoreFor func(principal string) Store
+	// OnProxied, when set, is told of every tool call proxied to a
+	// server (bridge serve's metrics). It must not block.
+	OnProxied func(server string)
 	// ApprovalTimeout bounds the wait for a human's approval
 	// (MCP_BRIDGE_APPROVAL_TIMEOUT); <= 0 is DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration

@@ -39,13 +39,15 @@ type ExecRequest struct {
 // is closed it receives no more, so a sender that sees done knows its
 // request was never taken.
 type Session struct {
-	name     string
-	cfg      *SandboxConfig
-	spares   *Sessions // the spare supplier and the manager; nil starts containers directly
-	requests chan *ExecRequest
-	evicts   chan request[struct{}, bool]
-	ticks    chan time.Time // 1-buffered: the reaper's latest tick
-	log      zerolog.Logger
+	name      string // as the caller wrote it
+	principal string // who owns it; "" for stdio
+	key       string // SessionKey(principal, name): the manager's key
+	cfg       *SandboxConfig
+	spares    *Sessions // the spare supplier and the manager; nil starts containers directly
+	requests  chan *ExecRequest
+	evicts    chan request[struct{}, bool]
+	ticks     chan time.Time // 1-buffered: the reaper's latest tick
+	log       zerolog.Logger
 
 	// stopped is why the session takes no more requests: written by Serve
 	// once, before it closes done; read only after done is closed.
@@ -69,20 +71,21 @@ const (
 	stoppedShutdown = "shutdown"
 )
 
-// NewSession returns the actor for name; spares may be nil.
+// NewSession returns the actor for name, a SessionKey; spares may be nil.
 func NewSession(name string, cfg *SandboxConfig, spares *Sessions, idle time.Duration, loss string) *Session {
+	principal, short := splitKey(name)
 	return &Session{
-		name: name, cfg: cfg, spares: spares, idleLimit: idle, loss: loss,
+		name: short, principal: principal, key: name, cfg: cfg, spares: spares, idleLimit: idle, loss: loss,
 		requests: make(chan *ExecRequest),
 		evicts:   make(chan request[struct{}, bool]),
 		ticks:    make(chan time.Time, 1),
 		done:     make(chan struct{}),
-		log:      cfg.Log.With().Str("actor", "session").Str("session", name).Logger(),
+		log:      sessionLog(cfg.Log, short, principal),
 		lastUsed: time.Now(),
 	}
 }
 
-func (s *Session) String() string { return "session:" + s.name }
+func (s *Session) String() string { return "session:" + s.key }
 
 // Done is closed when the session takes no more requests (it was evicted,
 // or the bridge is stopping).
@@ -100,7 +103,7 @@ func (s *Session) Exec(ctx context.Context, req *ExecRequest) bool {
 		return false
 	}
 	if s.stopped == stoppedEvicted && s.spares != nil {
-		next, err := s.spares.Get(ctx, s.name)
+		next, err := s.spares.Get(ctx, s.key)
 		if err == nil && next != s {
 			return next.Exec(ctx, req)
 		}

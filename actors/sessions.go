@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,6 +24,10 @@ type Sessions struct {
 	// SingleUse: no spare replaces an adopted one (bridge exec runs one
 	// call and exits). Set before Serve.
 	SingleUse bool
+	// PerPrincipal caps the live sessions of one principal of bridge
+	// serve (MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL); 0 means none. Set
+	// before Serve.
+	PerPrincipal int
 
 	cfg  *SandboxConfig
 	max  int
@@ -33,6 +38,8 @@ type Sessions struct {
 	spares chan request[struct{}, *sandbox]
 	ticks  chan time.Time
 	done   chan struct{} // closed when Serve has returned for good
+
+	counts atomic.Pointer[map[string]int] // live sessions by principal, for metrics
 
 	// Owned by the Serve goroutine.
 	live      *serviceMap[string, *liveSession]
@@ -121,6 +128,7 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case g := <-m.gets:
 			s, err := m.get(ctx, g.q)
 			g.answer(getReply{s, err})
+			m.publishCounts()
 		case r := <-m.spares:
 			sb := m.spare
 			m.spare = nil
@@ -230,7 +238,13 @@ func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
 		ls.lastUsed = time.Now()
 		return ls.s, nil
 	}
-	if m.live.Len() >= m.max && !m.evictOne(ctx) {
+	// A new session only ever evicts the caller's own idle sessions: one
+	// principal can never end another's.
+	principal, _ := splitKey(name)
+	if principal != "" && m.PerPrincipal > 0 && m.countOf(principal) >= m.PerPrincipal && !m.evictOne(ctx, principal) {
+		return nil, fmt.Errorf("Too many sessions for principal %s (MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL=%d); reuse a session name or wait", principal, m.PerPrincipal)
+	}
+	if m.live.Len() >= m.max && !m.evictOne(ctx, principal) {
 		return nil, fmt.Errorf("Too many sessions (MCP_BRIDGE_MAX_SESSIONS=%d); reuse a session name or wait", m.max)
 	}
 	s := NewSession(name, m.cfg, m, m.idle, m.lost[name])
@@ -239,14 +253,30 @@ func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
 	return s, nil
 }
 
-// evictOne ends the least recently used idle session; false if all are busy.
-func (m *Sessions) evictOne(ctx context.Context) bool {
+// countOf is the number of principal's live sessions.
+func (m *Sessions) countOf(principal string) int {
+	n := 0
+	m.live.Each(func(k string, _ *liveSession) {
+		if p, _ := splitKey(k); p == principal {
+			n++
+		}
+	})
+	return n
+}
+
+// evictOne ends principal's least recently used idle session; false if all
+// of them are busy.
+func (m *Sessions) evictOne(ctx context.Context, principal string) bool {
 	type candidate struct {
 		name string
 		ls   *liveSession
 	}
 	var byUse []candidate
-	m.live.Each(func(n string, ls *liveSession) { byUse = append(byUse, candidate{n, ls}) })
+	m.live.Each(func(n string, ls *liveSession) {
+		if p, _ := splitKey(n); p == principal {
+			byUse = append(byUse, candidate{n, ls})
+		}
+	})
 	sort.Slice(byUse, func(i, j int) bool { return byUse[i].ls.lastUsed.Before(byUse[j].ls.lastUsed) })
 	for _, c := range byUse {
 		n, ls := c.name, c.ls

@@ -29,15 +29,16 @@ const UserToolsServer = "user_tools"
 // storeMethod answers method with f: params are decoded strictly (LNK-3)
 // into P, and the store's errors become link errors with its code and kind.
 func storeMethod[P any](method string, f func(s Store, p P) (any, error)) boxHandler {
-	return func(r *Router, _ context.Context, _ Scope, params json.RawMessage) (any, error) {
-		if r.Store == nil {
+	return func(r *Router, _ context.Context, scope Scope, params json.RawMessage) (any, error) {
+		st := r.storeFor(scope.Principal)
+		if st == nil {
 			return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, "The memory and saved-tool store is not available in this bridge")
 		}
 		var p P
 		if err := decodeParams(method, params, &p); err != nil {
 			return nil, err
 		}
-		res, err := f(r.Store, p)
+		res, err := f(st, p)
 		if err != nil {
 			var se *protocol.StoreError
 			if errors.As(err, &se) {
@@ -51,11 +52,12 @@ func storeMethod[P any](method string, f func(s Store, p P) (any, error)) boxHan
 
 // userToolDocs are the saved tools as searchable tools of the pseudo-server
 // user_tools; a store failure gives none, with a warning.
-func (r *Router) userToolDocs() ([]ToolInfo, string) {
-	if r.Store == nil {
+func (r *Router) userToolDocs(principal string) ([]ToolInfo, string) {
+	st := r.storeFor(principal)
+	if st == nil {
 		return nil, ""
 	}
-	tools, _, err := r.Store.SavedTools()
+	tools, _, err := st.SavedTools()
 	if err != nil {
 		return nil, fmt.Sprintf("search skipped the saved tools: %v", err)
 	}

@@ -170,7 +170,7 @@ func (e *Engine) configOptions() config.Options {
 		// principals (bridge serve) must not read them.
 		e.opts = config.Options{Dir: e.Env.ConfigDir, Extra: e.Env.ServersConfig, AllowSelf: e.Env.AllowSelfServer,
 			SelfExe: self, LookPath: exec.LookPath, Sources: e.Env.ConfigSources, Home: e.Env.Home, Cwd: cwd,
-			Project: true, ProjectServers: e.Env.ProjectServers}
+			Project: !e.Env.Serving, ProjectServers: e.Env.ProjectServers}
 	})
 	return e.opts
 }
@@ -259,7 +259,7 @@ func (e *Engine) Render(r result.Result) *mcp.CallToolResult {
 // renderTool renders a run_python result for the MCP front: Render plus the
 // limits warning on the first result of each session.
 func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
-	e.limitsNote(&r)
+	e.limitsNote(r.Session, &r)
 	return e.Render(r)
 }
 
@@ -267,7 +267,10 @@ func (e *Engine) renderTool(r result.Result) *mcp.CallToolResult {
 // result of each session where cgroups cannot enforce the sandbox's limits.
 // bridge exec does not add it (its stdout is the cell's output; the warning
 // is logged on stderr).
-func (e *Engine) limitsNote(r *result.Result) {
+//
+// key names the session in the warned set: its name, or with bridge serve
+// its (principal, name) key, so each principal's sessions get their own.
+func (e *Engine) limitsNote(key string, r *result.Result) {
 	if e.Container == nil {
 		return
 	}
@@ -279,7 +282,7 @@ func (e *Engine) limitsNote(r *result.Result) {
 	if w == "" {
 		return
 	}
-	if _, seen := e.warned.LoadOrStore(r.Session, struct{}{}); !seen {
+	if _, seen := e.warned.LoadOrStore(key, struct{}{}); !seen {
 		r.Notes = append(r.Notes, w)
 	}
 }
@@ -310,6 +313,24 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	return root
 }
 
+// frontConfig is the MCP front's tool, resource and dispatcher, for the
+// stdio front and the HTTP one.
+func (e *Engine) frontConfig(log zerolog.Logger) actors.FrontConfig {
+	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
+	return actors.FrontConfig{
+		Name: "bridge", Version: e.Version,
+		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
+		Resource:     Resource(ResourceText(manual)),
+		ResourceText: ResourceText(manual),
+		Dispatcher:   e.dispatcher,
+		Render:       e.renderTool,
+		Structured:   e.Env.Structured,
+		Log:          log,
+		// The proxied servers are told what the client can do (relay.go).
+		OnInitialize: func(c mcp.ClientCapabilities) { e.caps.Set(actors.CapsOf(c)) },
+	}
+}
+
 // ErrFrontFailed means the stdio front failed; the process exits 1 (SUP-3).
 var ErrFrontFailed = errors.New("front failed")
 
@@ -318,21 +339,9 @@ var ErrFrontFailed = errors.New("front failed")
 func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	manual := ManualWithMounts(entrypoint.Manual, e.Env.Mounts)
-	front := actors.NewFront(actors.FrontConfig{
-		Name: "bridge", Version: e.Version,
-		Tool:         Tool(e.Env.Timeout, e.Env.MaxTimeout, e.toolOptions()...),
-		Resource:     Resource(ResourceText(manual)),
-		ResourceText: ResourceText(manual),
-		Dispatcher:   e.dispatcher,
-		Render:       e.renderTool,
-		Structured:   e.Env.Structured,
-		In:           in, Out: out,
-		Log:  e.Log.With().Str("actor", "front").Logger(),
-		Done: cancel,
-		// The proxied servers are told what the client can do (relay.go).
-		OnInitialize: func(c mcp.ClientCapabilities) { e.caps.Set(actors.CapsOf(c)) },
-	})
+	cfg := e.frontConfig(e.Log.With().Str("actor", "front").Logger())
+	cfg.In, cfg.Out, cfg.Done = in, out, cancel
+	front := actors.NewFront(cfg)
 	e.caps.Expect()
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -82,6 +82,16 @@ type Env struct {
 	Link string
 	// Kube is MCP_BRIDGE_K8S_* (env_kube.go).
 	Kube KubeEnv
+	// TokensFile, MaxSessionsPerPrincipal and MaxCallsPerPrincipal are
+	// bridge serve's: its tokens file ("" when unset), and each
+	// principal's caps on live sessions and on calls running or queued.
+	TokensFile              string
+	MaxSessionsPerPrincipal int
+	MaxCallsPerPrincipal    int
+	// Serving is set by bridge serve (no variable): the working
+	// directory's project config files are not the callers', so they are
+	// not read.
+	Serving bool
 }
 
 // EnvVars lists every variable LoadEnv reads, in README table order.
@@ -100,6 +110,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
 	"MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_PULL_POLICY", "MCP_BRIDGE_K8S_WARM_POOL", "MCP_BRIDGE_K8S_RUNTIME_CLASS",
 	"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_SECCOMP_PROFILE",
+	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL",
 }
 
 var (
@@ -237,7 +248,10 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.CallTimeout = r.intRange("MCP_BRIDGE_CALL_TIMEOUT", 60, 1, 86400)
 	e.ApprovalTimeout = r.intRange("MCP_BRIDGE_APPROVAL_TIMEOUT", 120, 1, 86400)
 	e.StartTimeout = r.intRange("MCP_BRIDGE_START_TIMEOUT", 30, 1, 600)
-	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 64)
+	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 512)
+	e.TokensFile = r.str("MCP_BRIDGE_TOKENS_FILE")
+	e.MaxSessionsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", 8, 1, 512)
+	e.MaxCallsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL", 4, 1, 512)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
 	// Figures and display(): an image travels base64 in one frame.
 	maxImage := (e.MaxFrameBytes - 64<<10) / 4 * 3

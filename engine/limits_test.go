@@ -46,23 +46,25 @@ func TestLimitsNoteFirstResultOfEachSession(t *testing.T) {
 		env.Runtime = podmanScript(t, stdout)
 		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
 		first := result.Result{Session: "default", Status: result.StatusSuccess}
-		e.limitsNote(&first)
+		e.limitsNote(first.Session, &first)
 		if len(first.Notes) != 0 {
 			t.Errorf("before the probe: notes %q, want none", first.Notes)
 		}
 		e.Container.Facts()
 		var got []int
-		for _, s := range []string{"default", "default", "other", "default"} {
+		// With bridge serve the key is (principal, session): bob's
+		// "default" is not alice's.
+		for _, s := range []string{"default", "default", "other", "default", "alice/default", "bob/default", "bob/default"} {
 			r := result.Result{Session: s, Status: result.StatusSuccess}
-			e.limitsNote(&r)
+			e.limitsNote(s, &r)
 			got = append(got, len(r.Notes))
 			if len(r.Notes) == 1 && (!strings.HasPrefix(r.Notes[0], "rootless podman on cgroup v1") || strings.Contains(r.Notes[0], "\n")) {
 				t.Errorf("note %q, want one warning line", r.Notes[0])
 			}
 		}
-		want := []int{0, 0, 0, 0}
+		want := []int{0, 0, 0, 0, 0, 0, 0}
 		if rootless {
-			want = []int{1, 0, 1, 0}
+			want = []int{1, 0, 1, 0, 1, 1, 0}
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("rootless=%v: notes per result %v, want %v", rootless, got, want)

@@ -21,6 +21,13 @@ type policyDoc struct {
 	MaxToolCallsPerExecution int                            `json:"maxToolCallsPerExecution"`
 	ApproveDestructive       bool                           `json:"approveDestructive"`
 	Servers                  map[string]actors.ServerPolicy `json:"servers"`
+	// Principals narrows the rules per principal of bridge serve.
+	Principals map[string]principalDoc `json:"principals"`
+}
+
+// principalDoc is one principal's grants.
+type principalDoc struct {
+	Servers map[string]actors.ServerPolicy `json:"servers"`
 }
 
 // LoadPolicy reads <dir>/bridge.policy. A missing file is no policy; a file
@@ -54,5 +61,13 @@ func LoadPolicy(dir string) *actors.Policy {
 		return pol
 	}
 	compiled.ApproveDestructive = doc.ApproveDestructive
+	grants := map[string]map[string]actors.ServerPolicy{}
+	for name, pd := range doc.Principals {
+		grants[name] = pd.Servers
+	}
+	if err := compiled.WithPrincipals(grants); err != nil {
+		pol.Err = fmt.Errorf("policy: %w", err)
+		return pol
+	}
 	return compiled
 }

@@ -75,3 +75,44 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyPrincipals checks the per-principal grants of bridge serve:
+// read from "principals", held to the top-level rules as well, and a bad
+// pattern in one fails the whole file closed.
+func TestPolicyPrincipals(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(dir, PolicyFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"servers": {"*": {"deny": ["*delete*"]}},
+		"principals": {"alice": {"servers": {"gh": {"allow": ["get_*", "delete_branch"]}}}}}`)
+	p := LoadPolicy(dir)
+	if p == nil || p.Err != nil {
+		t.Fatalf("LoadPolicy = %+v", p)
+	}
+	for _, c := range []struct {
+		principal, server, tool string
+		ok                      bool
+	}{
+		{"alice", "gh", "get_issue", true},
+		{"alice", "gh", "list_issues", false},
+		{"alice", "gh", "delete_branch", false},
+		{"alice", "fs", "read_file", false},
+		{"bob", "fs", "read_file", true},
+		{"bob", "gh", "delete_branch", false},
+	} {
+		if err := p.CheckFor(c.principal, c.server, c.tool); (err == nil) != c.ok {
+			t.Errorf("CheckFor(%s, %s.%s) = %v, want ok %v", c.principal, c.server, c.tool, err, c.ok)
+		}
+	}
+	write(`{"principals": {"alice": {"servers": {"gh": {"allow": ["["]}}}}}`)
+	if p := LoadPolicy(dir); p == nil || p.Err == nil || !strings.Contains(p.Err.Error(), `principal "alice"`) {
+		t.Errorf("bad principal pattern: %+v, want an error naming alice", p)
+	}
+	write(`{"principals": {"alice": {"server": {}}}}`)
+	if p := LoadPolicy(dir); p == nil || p.Err == nil {
+		t.Errorf("unknown field in a principal: %+v, want an error", p)
+	}
+}

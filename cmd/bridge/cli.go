@@ -80,6 +80,10 @@ func commandTable() []command {
 			"Serves the run_python tool to one MCP client on stdin/stdout; logs go to stderr.\n" +
 				"Add it to an agent as `bridge run` (see README, \"Add to your agent\").",
 			(*Main).runCmd},
+		{"serve", "--listen HOST:PORT [flags]", "serve MCP over streamable HTTP to a team, with bearer tokens",
+			"Serves run_python at /mcp to many clients; each token's principal has its own sessions,\n" +
+				"memory and saved tools. Tokens come from MCP_BRIDGE_TOKENS_FILE (README, \"Serving a team\").",
+			(*Main).serveCmd},
 		{"exec", "[flags] (CODE | -)", "run Python once through the same engine and print the result",
 			"CODE is Python source, or - to read it from stdin. Flags may come before or after CODE;\n" +
 				"code that starts with '-' goes after --: bridge exec -- '-1 + 2'.\n" +

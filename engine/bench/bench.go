@@ -47,7 +47,11 @@ type Options struct {
 	// Groups names the figure groups to run (tokens, latency, proxy,
 	// memory, scaling); empty runs them all.
 	Groups []string
-	Log    io.Writer
+	// HTTP runs the bridge serve figures (bridge bench --http), which no
+	// other run includes: 50 live sessions are more than a default run
+	// should start.
+	HTTP bool
+	Log  io.Writer
 }
 
 // GroupNames are the figure groups in the order a run measures them.
@@ -125,11 +129,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"proxy", proxyFigures},
 		{"memory", memoryFigures},
 		{"scaling", scalingFigures},
+		{"http", httpFigures},
 		{"approve", approveFigures},
 		{"kubernetes", kubeFigures}, // only when --groups names it (kube.go)
 	}
 	for _, g := range groups {
-		if len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name) {
+		if g.name == "http" && !o.HTTP || g.name != "http" && (o.HTTP && len(o.Groups) == 0 || len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name)) {
 			continue
 		}
 		t := time.Now()

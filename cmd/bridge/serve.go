@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"strings"
+
+	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/httpd"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// serveCmd serves MCP over streamable HTTP.
+func (m *Main) serveCmd(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "`HOST:PORT` to serve MCP on, at /mcp")
+	cert := fs.String("tls-cert", "", "TLS certificate `FILE` (PEM); re-read when it changes")
+	key := fs.String("tls-key", "", "TLS private key `FILE` (PEM); re-read when it changes")
+	drain := fs.Duration("drain-timeout", engine.DefaultDrainTimeout, "on SIGTERM, how long calls in flight may finish before they are interrupted")
+	noAuth := fs.Bool("insecure-no-auth", false, "serve without tokens (loopback --listen only)")
+	var origins stringList
+	fs.Var(&origins, "allowed-origin", "a browser `ORIGIN` (https://host:port) allowed besides loopback and the listen host; repeatable")
+	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
+	if _, code, ok := m.parse("serve", fs, args, 0); !ok {
+		return code
+	}
+	env, ok := m.loadEnv()
+	if !ok {
+		return 2
+	}
+	opts := engine.HTTPOptions{Listen: *listen, TLSCert: *cert, TLSKey: *key, DrainTimeout: *drain,
+		AllowedOrigins: origins, InsecureNoAuth: *noAuth}
+	if err := engine.CheckListen(opts, env.TokensFile); err != nil {
+		return m.usage("%v", err)
+	}
+	// The files are read again by the server (and re-read on change);
+	// reading them here turns a bad one into one line and exit 2.
+	if env.TokensFile != "" {
+		if _, _, err := httpd.LoadTokens(env.TokensFile); err != nil {
+			return m.usage("serve: MCP_BRIDGE_TOKENS_FILE=%s: %v", env.TokensFile, err)
+		}
+	}
+	if *cert != "" {
+		if _, err := tls.LoadX509KeyPair(*cert, *key); err != nil {
+			return m.usage("serve: --tls-cert/--tls-key: %v", err)
+		}
+	}
+	env.Serving = true
+	log := m.logger(env, env.LogLevel)
+	e := engine.New(env, Version(), log, m.Getenv, *watch)
+	if err := e.ServeHTTP(ctx, opts); err != nil {
+		log.Error().Err(err).Msg("bridge stopped")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// spareQuiet is how long a figure waits after new sessions were started,
+// for the spare container that replaces the adopted one to be up.
+const spareQuiet = 4 * time.Second
+
+// httpFigures measures bridge serve: warm p50/p95 and throughput at each
+// concurrency level against one client in the same run, the bridge's RSS
+// with every client's session live and its growth per session, and the
+// fairness figure.
+func httpFigures(ctx context.Context, o Options, r *Report) error {
+	top := httpClientCounts[len(httpClientCounts)-1]
+	var principals []string
+	for i := range top {
+		principals = append(principals, fmt.Sprintf("c%d", i))
+	}
+	// Every measured client is a principal of its own; the flooder is one
+	// principal whose loops each use a session of their own.
+	principals = append(principals, "probe", "flood")
+	s, err := startServe(ctx, o, principals,
+		fmt.Sprintf("MCP_BRIDGE_MAX_SESSIONS=%d", top+floodCap*2+8),
+		fmt.Sprintf("MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL=%d", floodCap))
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	pid := s.cmd.Process.Pid
+	per := max(10, o.Samples/10)
+	if o.Quick {
+		per = 10
+	}
+
+	hs, err := s.clients(ctx, "c", 0, 1)
+	if err != nil {
+		return err
+	}
+	defer func() { closeAll(hs) }()
+	time.Sleep(spareQuiet)
+	rssOne, err := steadyRSS(pid, 5)
+	if err != nil {
+		return err
+	}
+	more, err := s.clients(ctx, "c", 1, top-1)
+	hs = append(hs, more...)
+	if err != nil {
+		return err
+	}
+	time.Sleep(spareQuiet)
+	var p50one, p95one, tputOne float64
+	for _, n := range httpClientCounts {
+		lat, wall, err := concurrently(ctx, hs[:n], per)
+		if err != nil {
+			return err
+		}
+		p50, p95 := ms(pct(lat, 50)), ms(pct(lat, 95))
+		tput := float64(len(lat)) / wall.Seconds()
+		if n == 1 {
+			p50one, p95one, tputOne = p50, p95, tput
+		}
+		r.add(Figure{ID: fmt.Sprintf("http.clients%d.p50", n), Name: fmt.Sprintf("HTTP, %d concurrent clients, warm print(1), p50", n),
+			Value: p50, Unit: "ms", Baseline: "1 client, p50", BaseVal: p50one, Samples: len(lat)}, true)
+		r.add(Figure{ID: fmt.Sprintf("http.clients%d.p95", n), Name: fmt.Sprintf("HTTP, %d concurrent clients, warm print(1), p95", n),
+			Value: p95, Unit: "ms", Baseline: "1 client, p95", BaseVal: p95one, Samples: len(lat)}, true)
+		r.add(Figure{ID: fmt.Sprintf("http.clients%d.throughput", n), Name: fmt.Sprintf("HTTP, %d concurrent clients: throughput", n),
+			Value: tput, Unit: "calls/s", Baseline: "1 client", BaseVal: tputOne, Samples: len(lat)}, true)
+	}
+
+	// RSS with every client's session live against one.
+	rssAll, err := steadyRSS(pid, 5)
+	if err != nil {
+		return err
+	}
+	r.add(Figure{ID: "http.rss", Name: fmt.Sprintf("bridge serve RSS with %d live sessions (after the runs)", top), Value: rssAll, Unit: "MiB",
+		Baseline: "with one live session", BaseVal: rssOne, Samples: 5}, true)
+	growth := (rssAll - rssOne) / float64(top-1) * 1024
+	r.add(Figure{ID: "http.rss.per_session", Name: "bridge serve RSS growth per live session", Value: growth, Unit: "KiB",
+		Baseline: "RSS with one session, per session", BaseVal: rssOne * 1024, Samples: 5}, true)
+
+	// Fairness: the probe's warm p95 alone, then while "flood" runs as
+	// many print(1) loops as its cap lets run at once.
+	probe, err := s.client(ctx, "probe")
+	if err != nil {
+		return err
+	}
+	defer probe.c.Close()
+	if err := probe.run(ctx, "print(1)"); err != nil {
+		return err
+	}
+	// A new session adopts the spare and a new spare starts beside it:
+	// a container start would weigh on the figures, so they wait for it.
+	time.Sleep(spareQuiet)
+	// The p95s need more samples than the per-client figures: 20 calls
+	// make the 95th percentile their second slowest.
+	fair := max(40, o.Samples)
+	if o.Quick {
+		fair = 40
+	}
+	alone, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
+	if err != nil {
+		return err
+	}
+	flood := make([]*httpProc, 0, floodCap)
+	for i := range floodCap {
+		h, err := s.client(ctx, "flood")
+		if err != nil {
+			closeAll(flood)
+			return err
+		}
+		h.session = fmt.Sprintf("flood-%d", i)
+		flood = append(flood, h)
+		if err := h.run(ctx, "print(1)"); err != nil {
+			closeAll(flood)
+			return err
+		}
+	}
+	defer closeAll(flood)
+	time.Sleep(spareQuiet)
+	fctx, stopFlood := context.WithCancel(ctx)
+	floodDone := make(chan struct{})
+	go func() {
+		defer close(floodDone)
+		done := make(chan struct{}, len(flood))
+		for _, h := range flood {
+			go func() {
+				for fctx.Err() == nil {
+					_ = h.run(fctx, "print(1)")
+				}
+				done <- struct{}{}
+			}()
+		}
+		for range flood {
+			<-done
+		}
+	}()
+	time.Sleep(time.Second)
+	loaded, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
+	stopFlood()
+	<-floodDone
+	if err != nil {
+		return err
+	}
+	a95, l95 := ms(pct(alone, 95)), ms(pct(loaded, 95))
+	r.add(Figure{ID: "http.fairness.p95", Name: fmt.Sprintf("HTTP: one principal's warm p95 while another floods print(1) loops up to its cap (%d)", floodCap),
+		Value: l95, Unit: "ms", Baseline: "the same principal's warm p95, unloaded", BaseVal: a95, Samples: len(loaded),
+		Target: "<= 2x baseline"}, l95 <= 2*a95)
+	return nil
+}

@@ -1,0 +1,115 @@
+package httpd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestParseTokens(t *testing.T) {
+	set, err := ParseTokens([]byte("# team\nalice  tok-a\n\n  bob tok-b # not a comment here\n"))
+	if err == nil {
+		t.Fatalf("three fields parsed: %v", set.Principals())
+	}
+	set, err = ParseTokens([]byte("# team\nalice  tok-a\n\n  bob\ttok-b\n# end\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ token, want string }{{"tok-a", "alice"}, {"tok-b", "bob"}, {"tok-c", ""}, {"", ""}, {"tok-a ", ""}} {
+		got, _ := set.Lookup(c.token)
+		if got != c.want {
+			t.Errorf("Lookup(%q) = %q, want %q", c.token, got, c.want)
+		}
+	}
+}
+
+func TestParseTokensInvalid(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"empty token", "alice\n", "line 1: principal alice has an empty token"},
+		{"shared token", "alice t1\nbob t1\n", "line 2: the token of bob is also given to alice"},
+		{"same line twice", "alice t1\nalice t1\n", "line 2: principal alice lists the same token twice"},
+		{"bad principal", "al/ice t1\n", "line 1: principal must be"},
+		{"dot principal", ".. t1\n", "line 1: principal must be"},
+		{"long principal", strings.Repeat("a", 65) + " t1\n", "line 1: principal must be"},
+		{"no tokens", "# nobody\n", "lists no tokens"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseTokens([]byte(c.file))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "t1") {
+				t.Errorf("error quotes a token: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoadTokensOthersReadable(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte("alice t1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, others, err := LoadTokens(p); err != nil || others {
+		t.Fatalf("0600: others=%v err=%v, want false nil", others, err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, others, err := LoadTokens(p); err != nil || !others {
+		t.Fatalf("0644: others=%v err=%v, want true nil", others, err)
+	}
+}
+
+// TestReloadKeepsOldSetOnError checks that a change is picked up, that an
+// invalid file keeps the previous set with one error logged, and that the
+// next valid file is taken.
+func TestReloadKeepsOldSetOnError(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens")
+	write := func(s string) {
+		t.Helper()
+		// A new inode each time, as an editor or a secret update does.
+		tmp := p + ".new"
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alice t1\n")
+	var logs strings.Builder
+	log := zerolog.New(&logs)
+	r, err := NewReloaded("tokens", []string{p}, func() (*TokenSet, error) {
+		s, _, err := LoadTokens(p)
+		return s, err
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("alice t2\n")
+	r.Check()
+	if got, _ := r.Get().Lookup("t2"); got != "alice" {
+		t.Fatalf("after a valid change, t2 -> %q, want alice", got)
+	}
+	write("alice\n")
+	r.Check()
+	r.Check()
+	if got, _ := r.Get().Lookup("t2"); got != "alice" {
+		t.Fatalf("after an invalid change, t2 -> %q, want alice (the old set)", got)
+	}
+	if got := strings.Count(logs.String(), `"level":"error"`); got != 1 {
+		t.Errorf("error lines = %d, want 1:\n%s", got, logs.String())
+	}
+	if strings.Contains(logs.String(), "t2") || strings.Contains(logs.String(), "t1") {
+		t.Errorf("a token was logged:\n%s", logs.String())
+	}
+	write("bob t3\n")
+	r.Check()
+	if got, _ := r.Get().Lookup("t3"); got != "bob" {
+		t.Fatalf("after a fix, t3 -> %q, want bob", got)
+	}
+}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// TestCallGate: a principal's calls beyond its cap wait in turn, each
+// within its own deadline; another principal's calls never wait on them.
+func TestCallGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCallGate(1)
+		ctx := context.Background()
+		now := time.Now()
+		release, err := g.acquire(ctx, "alice", now.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// bob has his own slots.
+		if rb, err := g.acquire(ctx, "bob", now.Add(time.Second)); err != nil {
+			t.Fatalf("bob waited on alice: %v", err)
+		} else {
+			rb()
+		}
+		// alice's second call times out at its own deadline, not later.
+		_, err = g.acquire(ctx, "alice", now.Add(2*time.Second))
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(now) != 2*time.Second {
+			t.Fatalf("queued call: %v after %v, want a deadline error after 2s", err, time.Since(now))
+		}
+		// A longer deadline gets the slot once it is released.
+		done := make(chan error, 1)
+		go func() {
+			r, err := g.acquire(ctx, "alice", time.Now().Add(time.Minute))
+			if err == nil {
+				r()
+			}
+			done <- err
+		}()
+		time.Sleep(5 * time.Second)
+		release()
+		if err := <-done; err != nil {
+			t.Fatalf("queued call after the release: %v", err)
+		}
+		// A cancelled caller stops waiting at once.
+		r, _ := g.acquire(ctx, "alice", time.Now().Add(time.Minute))
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := g.acquire(cctx, "alice", time.Now().Add(time.Minute)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+		r()
+	})
+}
+
+func TestCheckListen(t *testing.T) {
+	for _, c := range []struct {
+		opts   HTTPOptions
+		tokens string
+		want   string // "" ok, else a substring
+	}{
+		{HTTPOptions{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, "", ""},
+		{HTTPOptions{Listen: "[::1]:8080", InsecureNoAuth: true}, "", ""},
+		{HTTPOptions{Listen: "localhost:8080", InsecureNoAuth: true}, "", ""},
+		{HTTPOptions{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, "", "only on a loopback address"},
+		{HTTPOptions{Listen: ":8080", InsecureNoAuth: true}, "", "only on a loopback address"},
+		{HTTPOptions{Listen: "10.0.0.5:8080", InsecureNoAuth: true}, "", "only on a loopback address"},
+		{HTTPOptions{Listen: "127.0.0.1:8080"}, "", "MCP_BRIDGE_TOKENS_FILE is not set"},
+		{HTTPOptions{Listen: "0.0.0.0:8080"}, "/t", ""},
+		{HTTPOptions{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, "/t", "choose one"},
+		{HTTPOptions{Listen: "8080"}, "/t", "want HOST:PORT"},
+		{HTTPOptions{Listen: ":8080", TLSCert: "c"}, "/t", "go together"},
+	} {
+		err := CheckListen(c.opts, c.tokens)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("CheckListen(%+v, %q) = %v, want %q", c.opts, c.tokens, err, c.want)
+		}
+	}
+}
+
+// TestServeSkipsProjectConfig: bridge serve does not read the working
+// directory's project config files (they are the operator's, not the
+// callers'); bridge run does.
+func TestServeSkipsProjectConfig(t *testing.T) {
+	for _, serving := range []bool{false, true} {
+		env, err := LoadEnv(envOf(map[string]string{"MCP_BRIDGE_RUNTIME": "local", "MCP_BRIDGE_UNSAFE_LOCAL": "1"}), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Serving = serving
+		e := New(env, "test", zerolog.Nop(), envOf(nil), false)
+		if got := e.configOptions().Project; got == serving {
+			t.Errorf("Serving=%v: reads project files = %v, want %v", serving, got, !serving)
+		}
+	}
+}
