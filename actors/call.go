@@ -35,9 +35,13 @@ func exitReason(sb *sandbox) string {
 		return "link stalled"
 	case code == exitOOMKilled:
 		return "memory limit exceeded"
-	default:
-		return fmt.Sprintf("sandbox exited with code %d", code)
 	}
+	// A backend that knows more than the code says so (a Kubernetes pod
+	// that was deleted or evicted, or whose attach dropped).
+	if r, ok := sb.box.(interface{ ExitReason() string }); ok && r.ExitReason() != "" {
+		return r.ExitReason()
+	}
+	return fmt.Sprintf("sandbox exited with code %d", sb.exitCode())
 }
 
 // capField cuts *s to at most n bytes on a rune boundary, with a marker

@@ -22,6 +22,10 @@ import (
 // probes again). Every problem line carries its fix. Only the runtime's
 // stdout is parsed; its stderr only explains failures.
 func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, string, ...any)) {
+	if e.Kube != nil {
+		e.Kube.Doctor(ctx, add)
+		return
+	}
 	if e.Container == nil {
 		add("FAIL", "runtime", "MCP_BRIDGE_RUNTIME=local runs code on the host with no isolation (tests only)")
 		return

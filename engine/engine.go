@@ -19,6 +19,7 @@ import (
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/kube"
 	"github.com/bridge-mcp/bridge/engine/local"
 	"github.com/bridge-mcp/bridge/engine/oauth"
 	"github.com/bridge-mcp/bridge/engine/owner"
@@ -37,7 +38,9 @@ type Engine struct {
 	// Container is the container backend; nil with the local test backend
 	// (MCP_BRIDGE_RUNTIME=local).
 	Container *container.Launcher
-	launcher  actors.Launcher // the sandbox backend: Container, or the local one
+	launcher  actors.Launcher // the sandbox backend: Container, Kube, or the local one
+	// Kube is the kubernetes backend (MCP_BRIDGE_RUNTIME=kubernetes), else nil.
+	Kube *kube.Launcher
 
 	router     *actors.Router
 	sessions   *actors.Sessions
@@ -67,9 +70,13 @@ type Engine struct {
 func New(env Env, version string, log zerolog.Logger, getenv func(string) string, watch bool) *Engine {
 	e := &Engine{Env: env, Version: version, Log: log, events: make(chan suture.Event, 256), getenv: getenv, caps: actors.NewUpstreamCaps()}
 	launcherLog := log.With().Str("actor", "launcher").Logger()
-	if env.Runtime == "local" {
+	switch env.Runtime {
+	case "local":
 		e.launcher = &local.Launcher{Link: env.Link, Log: launcherLog}
-	} else {
+	case RuntimeKubernetes:
+		e.Kube = NewKube(env, launcherLog)
+		e.launcher = e.Kube
+	default:
 		e.Container = NewContainer(env, launcherLog)
 		e.launcher = e.Container
 	}
@@ -294,6 +301,9 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	root.Add(e.sessSup)
 	if e.Container != nil {
 		root.Add(e.Container) // the runtime probe
+	}
+	if e.Kube != nil {
+		root.Add(e.Kube) // its lease, sweep and warm pool
 	}
 	root.Add(&actors.Reaper{Sessions: e.sessions, SweepAfter: 2 * time.Second,
 		Sweep: func(ctx context.Context) {

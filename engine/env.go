@@ -80,6 +80,8 @@ type Env struct {
 	// Link is MCP_BRIDGE_LINK: "auto" (a socket handed to the container
 	// where the runtime can pass one, else its stdio) or "stdio".
 	Link string
+	// Kube is MCP_BRIDGE_K8S_* (env_kube.go).
+	Kube KubeEnv
 	// TokensFile, MaxSessionsPerPrincipal and MaxCallsPerPrincipal are
 	// bridge serve's: its tokens file ("" when unset), and each
 	// principal's caps on live sessions and on calls running or queued.
@@ -106,6 +108,8 @@ var EnvVars = []string{
 	"MCP_BRIDGE_PROJECT_SERVERS",
 	"MCP_BRIDGE_STRUCTURED", "MCP_BRIDGE_ALWAYS_LOAD", "MCP_BRIDGE_TOOL_INVENTORY", "MCP_BRIDGE_SECCOMP",
 	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
+	"MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_PULL_POLICY", "MCP_BRIDGE_K8S_WARM_POOL", "MCP_BRIDGE_K8S_RUNTIME_CLASS",
+	"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_SECCOMP_PROFILE",
 	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL",
 }
 
@@ -284,6 +288,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	if e.Seccomp = r.str("MCP_BRIDGE_SECCOMP"); e.Seccomp != "" && e.Seccomp != "runtime" && !filepath.IsAbs(e.Seccomp) {
 		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
 	}
+	r.readKube(&e)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
 	}

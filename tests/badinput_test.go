@@ -485,6 +485,13 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_LINK":                   {"pipe", "socket"},
 	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},
 	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
+
+	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
+	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},
+	"MCP_BRIDGE_K8S_WARM_POOL":       {"-1", "17", "x"},
+	"MCP_BRIDGE_K8S_RUNTIME_CLASS":   {"g_visor", "-x"},
+	"MCP_BRIDGE_K8S_NODE_NAME":       {"node 1", "-x"},
+	"MCP_BRIDGE_K8S_SECCOMP_PROFILE": {"/etc/profile.json", "-x"},
 }
 
 var anyValueEnv = map[string]string{
@@ -510,7 +517,7 @@ func readmeEnvVars(t *testing.T) []string {
 		s = s[:j]
 	}
 	var vars []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `(MCP_[A-Z_]+)` \\|").FindAllStringSubmatch(s, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `(MCP_[A-Z0-9_]+)` \\|").FindAllStringSubmatch(s, -1) {
 		vars = append(vars, m[1])
 	}
 	if len(vars) < 20 {

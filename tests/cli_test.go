@@ -80,7 +80,7 @@ func TestBadInvocation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, image, bench, version, help; bridge help)`},
+		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, image, bench, kubernetes, version, help; bridge help)`},
 		{map[string]string{"MCP_BRIDGE_TIMEOUT": "abc"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_TIMEOUT="abc": want an integer from 1 to 120`},
 		{map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_MEMORY="lots": want`},
 		{map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "tooon"}, []string{"exec", "print(1)"}, `bridge: invalid MCP_BRIDGE_OUTPUT_MODE="tooon": want compact, toon or json`},
@@ -108,7 +108,15 @@ func TestMissingImage(t *testing.T) {
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_IMAGE": "localhost/bridge-no-such-image:latest"})
 	want := "Sandbox image 'localhost/bridge-no-such-image:latest' is not available. Build it with `bridge image build`, or set MCP_BRIDGE_IMAGE to a local image with python3 3.11+."
 	for i := 0; i < 2; i++ {
-		if sc := structured(t, b.run("print(1)")); sc["error"] != want {
+		sc := structured(t, b.run("print(1)"))
+		if got, _ := sc["error"].(string); testRuntime() == "kubernetes" {
+			// A node pulls the image: the note names the node and the pull error.
+			if kw := "Sandbox image 'localhost/bridge-no-such-image:latest' is not available on node "; !strings.HasPrefix(got, kw) || strings.Contains(got, "\n") {
+				t.Fatalf("call %d: error %q, want one line starting %q", i, got, kw)
+			}
+			continue
+		}
+		if sc["error"] != want {
 			t.Fatalf("call %d: error %v, want %q", i, sc["error"], want)
 		}
 	}

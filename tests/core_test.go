@@ -119,7 +119,8 @@ func TestLinkTransport(t *testing.T) {
 	requirePodman(t)
 	const probe = "import os, stat, sys\nL = sys.modules['mcp.runtime'].LINK\n" +
 		"print(stat.S_ISSOCK(os.fstat(L._wfd).st_mode), stat.S_ISSOCK(os.fstat(L._r).st_mode), type(await runtime.list_servers()).__name__)"
-	socket := testRuntime() != "docker"
+	// Docker's and Kubernetes' (attach) links are always stdio.
+	socket := testRuntime() != "docker" && testRuntime() != "kubernetes"
 	for _, c := range []struct {
 		name string
 		env  map[string]string

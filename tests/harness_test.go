@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 )
 
 // testRuntime is the runtime under test, from BRIDGE_TEST_RUNTIME: "podman"
-// (the default), "docker", or "local" (no container, a fast inner loop only).
+// (the default), "docker", "kubernetes" (pods on the cluster KUBECONFIG
+// names; go tool task test:k8s starts one), or "local" (no container, a fast
+// inner loop only).
 func testRuntime() string {
 	switch r := os.Getenv("BRIDGE_TEST_RUNTIME"); r {
-	case "local", "docker":
+	case "local", "docker", "kubernetes":
 		return r
 	}
 	return "podman"
@@ -51,6 +54,10 @@ func requirePodman(t *testing.T) {
 	if testRuntime() == "local" {
 		return
 	}
+	if testRuntime() == "kubernetes" {
+		requireKube(t)
+		return
+	}
 	runtimeCheck.once.Do(func() {
 		if _, err := exec.LookPath(runtimeCLI()); err != nil {
 			runtimeCheck.err = err
@@ -70,6 +77,9 @@ func requirePodman(t *testing.T) {
 // bridge falls back to ulimits there (RT-4).
 func cgroupLimits(t *testing.T) bool {
 	t.Helper()
+	if testRuntime() == "kubernetes" {
+		return true // the kubelet's cgroups
+	}
 	format := "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}"
 	if runtimeCLI() == "docker" {
 		format = "{{.SecurityOptions}} {{.CgroupVersion}}"
@@ -107,6 +117,10 @@ func baseEnv(t *testing.T, extra map[string]string) []string {
 		env["MCP_BRIDGE_UNSAFE_LOCAL"] = "1"
 	case "docker":
 		env["MCP_BRIDGE_RUNTIME"] = "docker"
+	case "kubernetes":
+		for k, v := range kubeEnv() {
+			env[k] = v
+		}
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -274,6 +288,11 @@ func (b *bridge) Close() {
 	b.closed = true
 	_ = b.c.Close()
 	if b.cmd != nil && b.cmd.Process != nil && testRuntime() != "local" {
+		if ps := b.cmd.ProcessState; ps != nil {
+			if st, ok := ps.Sys().(syscall.WaitStatus); ok && st.Signaled() && st.Signal() == syscall.SIGKILL {
+				killed.Store(b.cmd.Process.Pid, true)
+			}
+		}
 		assertNoContainers(b.t, b.cmd.Process.Pid)
 	}
 	if b.t.Failed() {
@@ -284,6 +303,10 @@ func (b *bridge) Close() {
 // assertNoContainers checks that no container of the bridge with pid is left.
 func assertNoContainers(t *testing.T, pid int) {
 	t.Helper()
+	if testRuntime() == "kubernetes" {
+		assertNoPods(t, pid)
+		return
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := exec.Command(runtimeCLI(), "ps", "-a", "--format", "{{.Names}}").Output()

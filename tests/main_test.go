@@ -55,6 +55,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	closeKube()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -45,7 +45,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
 	bridgeBin := fs.String("bridge", "", "bridge `BINARY` to measure, e.g. an older build for a before/after comparison in one run (default: this one)")
 	httpServe := fs.Bool("http", false, "measure bridge serve instead: 1, 10 and 50 concurrent HTTP clients, RSS per session and fairness (with --groups, those groups too)")
-	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all)")
+	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes only when named: it needs a cluster, KUBECONFIG)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
 	}

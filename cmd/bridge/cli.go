@@ -102,6 +102,10 @@ func commandTable() []command {
 		{"bench", "[flags]", "measure tokens, latency, proxy overhead, memory and scaling against baselines",
 			"Writes bench.json and bench.md to --out and prints the markdown table.",
 			(*Main).benchCmd},
+		{"kubernetes", "(manifests | seccomp) [flags]", "print the manifests to run the bridge in a cluster, or the seccomp profile for its nodes",
+			"manifests: Namespace, ServiceAccount, Role, RoleBinding, NetworkPolicy, Deployment and Service (README, \"Kubernetes\").\n" +
+				"seccomp: the sandbox's seccomp profile, to install on each node for MCP_BRIDGE_K8S_SECCOMP_PROFILE.",
+			(*Main).kubernetesCmd},
 		{"version", "", "print the version", "", (*Main).versionCmd},
 		{"help", "[COMMAND]", "show help for bridge or one command", "", (*Main).helpCmd},
 	}

@@ -19,6 +19,11 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// A client that closes the bridge's stderr (or stdout) before it exits
+	// must not kill it halfway through its shutdown: its sandboxes are still
+	// being removed (a Kubernetes pod has no watchdog of its own). Writes to
+	// a closed pipe then fail with EPIPE, and a failed stdout ends the front.
+	signal.Ignore(syscall.SIGPIPE)
 	go func() {
 		<-sigs
 		cancel() // first signal: orderly shutdown (LIF-1)

@@ -55,7 +55,7 @@ type Options struct {
 }
 
 // GroupNames are the figure groups in the order a run measures them.
-var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve"}
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -131,6 +131,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"scaling", scalingFigures},
 		{"http", httpFigures},
 		{"approve", approveFigures},
+		{"kubernetes", kubeFigures}, // only when --groups names it (kube.go)
 	}
 	for _, g := range groups {
 		if g.name == "http" && !o.HTTP || g.name != "http" && (o.HTTP && len(o.Groups) == 0 || len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name)) {

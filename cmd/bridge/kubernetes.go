@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/bridge-mcp/bridge/engine"
+	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/kube"
+	"github.com/bridge-mcp/bridge/protocol/search"
+)
+
+// kubernetesCmd prints what running with MCP_BRIDGE_RUNTIME=kubernetes
+// needs in a cluster: the manifests, or the seccomp profile to install on
+// the nodes.
+func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
+	subs := []string{"manifests", "seccomp"}
+	fs := flag.NewFlagSet("kubernetes", flag.ContinueOnError)
+	ns := fs.String("namespace", "bridge", "`NAMESPACE` of the bridge and its sandbox pods (manifests)")
+	bridgeImage := fs.String("image", "bridge:latest", "the bridge's own `IMAGE` (manifests)")
+	sandboxImage := fs.String("sandbox-image", engine.DefaultImage, "the sandbox `IMAGE` (manifests)")
+	switch {
+	case len(args) == 0:
+		return m.usage("kubernetes: want a subcommand: manifests or seccomp (bridge kubernetes --help)")
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		m.commandHelp("kubernetes", fs)
+		return 0
+	case args[0] != "manifests" && args[0] != "seccomp":
+		msg := fmt.Sprintf("kubernetes: unknown subcommand %q", args[0])
+		if s := search.Suggest(args[0], subs, 1); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return m.usage("%s (subcommands: manifests, seccomp; bridge kubernetes --help)", msg)
+	}
+	if _, code, ok := m.parse("kubernetes "+args[0], fs, args[1:], 0); !ok {
+		return code
+	}
+	if args[0] == "seccomp" {
+		_, _ = m.Stdout.Write(append(container.SeccompProfile(), '\n'))
+		return 0
+	}
+	fmt.Fprint(m.Stdout, kube.Manifests(*ns, *bridgeImage, *sandboxImage))
+	return 0
+}
