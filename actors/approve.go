@@ -45,6 +45,7 @@ type approvals struct {
 	turn    chan struct{}
 	mu      sync.Mutex
 	granted map[string]bool // server + "\x00" + tool
+	signIns map[string]bool // servers whose sign-in this call tried (signin.go)
 	waiting atomic.Int32
 	paused  atomic.Int64 // nanoseconds spent waiting for answers
 	// decisions counts the call's logged decisions (maxLoggedDecisions).

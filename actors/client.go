@@ -42,6 +42,11 @@ type ServerSpec struct {
 	// Transport, for http and sse, carries the server's sign-in (engine/oauth);
 	// nil: plain HTTP.
 	Transport http.RoundTripper
+	// SignIn, when set, signs in to the server within ctx's call (through
+	// Transport, so the store then holds the token): a start runs in the
+	// background where no one can be asked, so a use whose call can reach
+	// a person signs in this way and starts the server again (signin.go).
+	SignIn func(ctx context.Context) error
 }
 
 // ToolInfo is one tool as a server listed it: the raw JSON object and the
@@ -173,6 +178,10 @@ func (c *Client) Spec() ServerSpec { return c.spec }
 
 // use returns a live connection, starting the server if needed.
 func (c *Client) use(ctx context.Context) (useReply, error) {
+	return c.signingIn(ctx, c.useOnce)
+}
+
+func (c *Client) useOnce(ctx context.Context) (useReply, error) {
 	r, err := ask(ctx, c.uses, nil, struct{}{})
 	if err != nil {
 		return useReply{}, c.ctxErr(ctx)
@@ -227,9 +236,13 @@ func (c *Client) Tools(ctx context.Context) ([]ToolInfo, error) {
 // Ready starts the server if needed, bounded by the start timeout, and
 // returns its current tools.
 func (c *Client) Ready(ctx context.Context) ([]ToolInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout+time.Second)
-	defer cancel()
-	r, err := c.use(ctx)
+	// A sign-in between the two tries is not bounded by the start timeout:
+	// the person may take minutes in the browser.
+	r, err := c.signingIn(ctx, func(ctx context.Context) (useReply, error) {
+		ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout+time.Second)
+		defer cancel()
+		return c.useOnce(ctx)
+	})
 	return r.tools, err
 }
 

@@ -439,7 +439,11 @@ func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp
 		}
 		return decline, fmt.Sprintf("%s.%s asked for input in %s mode, which your MCP client did not declare; it was declined", ic.server, ic.tool, printable.String(clip(mode, 32))), nil
 	}
-	p.Message = fmt.Sprintf("%s.%s asks: %s", ic.server, ic.tool, p.Message)
+	who := ic.server // a start's sign-in belongs to no tool
+	if ic.tool != "" {
+		who += "." + ic.tool
+	}
+	p.Message = fmt.Sprintf("%s asks: %s", who, p.Message)
 	p.Meta = nil
 	res, err := asks.human.Elicit(ctx, mcp.ElicitationRequest{Params: p})
 	if err != nil {

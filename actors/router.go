@@ -320,8 +320,9 @@ func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name stri
 	if s.Known {
 		return s, nil
 	}
-	// Waits for this server only, within its start timeout.
-	tools, err := s.Client.Ready(ctx)
+	// Waits for this server only, within its start timeout (plus a sign-in
+	// through the call's client when the start needs one: signin.go).
+	tools, err := s.Client.Ready(withInner(ctx, name, "", scope.human))
 	if err != nil {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}

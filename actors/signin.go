@@ -13,6 +13,14 @@ import (
 // its own: the transport's wrapping would repeat the URL around the one
 // line that names the fix. Other errors come back unchanged.
 func signInError(err error) error {
+	if s := asSignIn(err); s != nil {
+		return s
+	}
+	return err
+}
+
+// asSignIn is the sign-in error in err's chain; nil when there is none.
+func asSignIn(err error) error {
 	var s interface {
 		error
 		Fix() string
@@ -20,7 +28,7 @@ func signInError(err error) error {
 	if errors.As(err, &s) {
 		return s
 	}
-	return err
+	return nil
 }
 
 // CanAskURL reports whether the call ctx belongs to (an inner call, while
@@ -41,4 +49,48 @@ func CanAskURL(ctx context.Context) bool {
 func AskURL(ctx context.Context, bound time.Duration, message, url, id string) bool {
 	res := RelayInput(ctx, bound, mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, URL: url, ElicitationID: id})
 	return res != nil && res.Action == mcp.ElicitationResponseActionAccept
+}
+
+// signingIn runs use, and when its failure asks for a sign-in that ctx's
+// call can do (signInFor), signs in and runs it once more.
+func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useReply, error)) (useReply, error) {
+	r, err := use(ctx)
+	if err != nil && c.signInFor(ctx, err) {
+		return use(ctx)
+	}
+	return r, err
+}
+
+// signInFor signs in to c's server within ctx's call when err, the start's
+// failure, asks for a sign-in and the call's client can open a link; it
+// reports whether a sign-in succeeded (the caller then uses the server
+// again). At most one try per run_python call and server, so a declined
+// link is not asked again by every call of a loop; the server's
+// Interaction bounds the wait.
+func (c *Client) signInFor(ctx context.Context, err error) bool {
+	if c.spec.SignIn == nil || asSignIn(err) == nil || !CanAskURL(ctx) {
+		return false
+	}
+	if asks := innerFrom(ctx).src.current(); !asks.firstSignIn(c.spec.Name) {
+		return false
+	}
+	if err := c.spec.SignIn(ctx); err != nil {
+		c.log.Warn().Err(signInError(err)).Msg("sign-in through the client failed")
+		return false
+	}
+	c.log.Info().Msg("signed in through the client; starting the server again")
+	return true
+}
+
+// firstSignIn reports whether server's sign-in was not yet tried in this
+// call, and marks it tried.
+func (a *approvals) firstSignIn(server string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.signIns == nil {
+		a.signIns = map[string]bool{}
+	}
+	first := !a.signIns[server]
+	a.signIns[server] = true
+	return first
 }

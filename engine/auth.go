@@ -56,6 +56,16 @@ func (e *Engine) withAuth(set config.Set, specs []actors.ServerSpec) []actors.Se
 			continue // config already checked the URL
 		}
 		specs[i].Transport = t
+		if ui != nil {
+			en := en
+			// Bounded beyond the browser's wait by the probe's own requests.
+			bound := max(ui.Timeout, oauth.DefaultTimeout) + time.Minute
+			specs[i].SignIn = func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(ctx, bound)
+				defer cancel()
+				return oauth.Probe(ctx, en, t)
+			}
+		}
 	}
 	return specs
 }

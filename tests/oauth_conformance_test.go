@@ -87,7 +87,7 @@ func conformanceAdapter(url string) int {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN", "BRIDGE_OAUTH_VIA":
+		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN", "BRIDGE_OAUTH_VIA", "BRIDGE_OAUTH_NO_URL":
 		default:
 			env = append(env, kv)
 		}
@@ -152,8 +152,12 @@ func viaRun(bridge string, env []string, logf io.Writer) int {
 		_, _ = io.Copy(io.MultiWriter(os.Stderr, logf), tr.Stderr())
 	}()
 	asked := 0
+	elicit := &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}
+	if os.Getenv("BRIDGE_OAUTH_NO_URL") == "1" { // a client that cannot open links
+		elicit.URL = nil
+	}
 	c := client.NewClient(tr, client.WithElicitationHandler(linkOpener{&asked}),
-		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: elicit}))
 	defer func() {
 		c.Close()
 		<-stderrDone
@@ -259,6 +263,42 @@ func TestOAuthRunSignsInThroughClient(t *testing.T) {
 	// Login took the first scope; the step-up's link went to the client.
 	if err != nil || !strings.Contains(string(b), "OVERALL: PASSED") || !strings.Contains(string(log), "sign-in links opened: 1") {
 		t.Errorf("auth/scope-step-up through bridge run: %v\n%s\nadapter log:\n%s", err, b, log)
+	}
+}
+
+// TestOAuthRunFirstSignInThroughClient: with no `bridge auth login`, the
+// server's start (in the background, where no one can be asked) fails for
+// sign-in; the first run_python call that uses it signs in through its MCP
+// client's URL-mode elicitation, starts it again and gets the tool call
+// through (auth/scope-step-up then asks once more, for the step-up). A
+// client without URL-mode elicitation still fails at once naming `bridge
+// auth login`.
+func TestOAuthRunFirstSignInThroughClient(t *testing.T) {
+	bin, self := conformanceBin(t)
+	for _, tc := range []struct {
+		scenario, noURL string
+		pass            bool
+		want            string
+	}{
+		{"auth/metadata-default", "", true, "sign-in links opened: 1"},
+		{"auth/scope-step-up", "", true, "sign-in links opened: 2"},
+		{"auth/metadata-default", "1", false, "MCPError: Server 'conf' needs sign-in: run: bridge auth login conf"},
+	} {
+		cmd := exec.Command(bin, "client", "--scenario", tc.scenario, "--timeout", "120000", "--command", self)
+		logDir := t.TempDir()
+		cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_VIA=run",
+			"BRIDGE_OAUTH_SKIP_LOGIN=1", "BRIDGE_OAUTH_NO_URL="+tc.noURL, "BRIDGE_OAUTH_BRIDGE="+bridgeBin, "BRIDGE_OAUTH_LOGDIR="+logDir)
+		b, err := cmd.CombinedOutput()
+		logs, _ := filepath.Glob(filepath.Join(logDir, "scenario-*.log"))
+		var log []byte
+		if len(logs) == 1 {
+			log, _ = os.ReadFile(logs[0])
+		}
+		passed := err == nil && strings.Contains(string(b), "OVERALL: PASSED")
+		if passed != tc.pass || !strings.Contains(string(log), tc.want) {
+			t.Errorf("%s through bridge run (no URL elicitation %q): passed %v, want %v and %q in the adapter log: %v\n%s\nadapter log:\n%s",
+				tc.scenario, tc.noURL, passed, tc.pass, tc.want, err, b, log)
+		}
 	}
 }
 
