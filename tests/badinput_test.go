@@ -469,7 +469,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_CALL_TIMEOUT":         {"0", "86401", "x"},
 	"MCP_BRIDGE_APPROVAL_TIMEOUT":     {"0", "86401", "x"},
 	"MCP_BRIDGE_START_TIMEOUT":        {"0", "601", "x"},
-	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "65", "x"},
+	"MCP_BRIDGE_MAX_SESSIONS":         {"0", "513", "x"},
 	"MCP_BRIDGE_UNSAFE_LOCAL":         {"maybe", "2"},
 	"MCP_BRIDGE_SERVER_IDLE_TIMEOUT":  {"x", "1.5"},
 	"MCP_BRIDGE_MAX_IMAGES":           {"-1", "101", "x"},
@@ -486,6 +486,9 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_ALWAYS_LOAD":            {"maybe", "2"},
 	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
 
+	"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": {"0", "513", "x"},
+	"MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL":    {"0", "513", "x"},
+
 	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
 	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},
 	"MCP_BRIDGE_K8S_WARM_POOL":       {"-1", "17", "x"},
@@ -495,9 +498,10 @@ var badEnvValues = map[string][]string{
 }
 
 var anyValueEnv = map[string]string{
-	"MCP_BRIDGE_STATE_DIR":  "a directory; any path is accepted at startup",
-	"MCP_BRIDGE_CONFIG_DIR": "a directory; a missing one is waited for, not an error",
-	"MCP_SERVERS_CONFIG":    "a file path; an unreadable file is a skipped config (CFG-1), not an error",
+	"MCP_BRIDGE_STATE_DIR":   "a directory; any path is accepted at startup",
+	"MCP_BRIDGE_TOKENS_FILE": "a file path read by bridge serve only, which refuses a bad file with one line and exit 2 (TestServeBadInvocation)",
+	"MCP_BRIDGE_CONFIG_DIR":  "a directory; a missing one is waited for, not an error",
+	"MCP_SERVERS_CONFIG":     "a file path; an unreadable file is a skipped config (CFG-1), not an error",
 }
 
 // readmeEnvVars lists the variables of README's env table, in order.
