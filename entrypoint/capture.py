@@ -15,6 +15,9 @@ import time
 
 diag = print  # the worker's _diag: reports an error on the container's stderr
 route = None  # jobs.route(stream, text): True when a background job took the text
+# The fd pump's sync, called before each print so that what the cell wrote to
+# fds 1 and 2 earlier (a subprocess, os.write) comes out before it, not after.
+before_write = None
 
 SPILL_DIR = "/workspace/.bridge"
 # One flood must not fill /workspace (128 MiB): each saved output is capped
@@ -371,6 +374,8 @@ class CaptureStream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if before_write is not None:
+            before_write()
         if route is None or not route(self._stream, s):
             self._capture.write(self._stream, s)
         return len(s)
@@ -443,19 +448,25 @@ class Pump:
         self._synced = threading.Event()
         self._decoder = None
         self._busy = True  # until the pump thread first waits
-        self._idle_poll = select.poll()  # sync's (a poll object serves one thread)
+        self._idle_poll = select.poll()  # sync's, under _sync_lock (a poll object serves one thread)
         self._idle_poll.register(fd, select.POLLIN)
+        self._sync_lock = threading.RLock()  # reentrant: a signal handler may print during a sync
         threading.Thread(target=self._run, name="fd-pump", daemon=True).start()
 
     def sync(self, timeout=0.5):
-        if not self._idle_poll.poll(0) and not self._busy:
+        if not self._busy and not self._readable():
             return
-        self._synced.clear()
-        try:
-            os.write(1, self.MARK)
-        except OSError:
-            return
-        self._synced.wait(timeout)
+        with self._sync_lock:
+            self._synced.clear()
+            try:
+                os.write(1, self.MARK)
+            except OSError:
+                return
+            self._synced.wait(timeout)
+
+    def _readable(self):
+        with self._sync_lock:
+            return bool(self._idle_poll.poll(0))
 
     def _run(self):
         import codecs

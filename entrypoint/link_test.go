@@ -418,6 +418,15 @@ func testBoxSavedToolsInExecFrame(t *testing.T, link string) {
 // pump never loses them.
 func TestBoxFdOutputCaptured(t *testing.T) { forEachLink(t, testBoxFdOutputCaptured) }
 
+// ordered is fd0 py0 fd1 py1 … for n rounds, each word followed by a space.
+func ordered(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "fd%d py%d ", i, i)
+	}
+	return b.String()
+}
+
 func testBoxFdOutputCaptured(t *testing.T, link string) {
 	b := startBox(t, link)
 	b.next(30 * time.Second) // ready
@@ -427,6 +436,8 @@ func testBoxFdOutputCaptured(t *testing.T, link string) {
 		{"import os\nos.write(1, b'fd one\\n')\nos.system('echo from shell')", "fd one\nfrom shell\n"},
 		{"import os\nos.write(2, b'ends with a nul\\x00')", "ends with a nul\x00"},
 		{"import os\nos.write(1, b'half \\xc3')", "half \ufffd"},
+		// A print after a raw write comes after it: the pump is synced first.
+		{"import os\nfor i in range(50):\n    os.write(2, b'fd%d ' % i)\n    print('py%d' % i, end=' ')", ordered(50)},
 		{"pass", ""},
 	}
 	for i, c := range cases {

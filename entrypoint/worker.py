@@ -449,6 +449,7 @@ def main(boot, src, argv):
     sys.stdout = CAP.CaptureStream(CAPTURE, "stdout", 1)
     sys.stderr = CAP.CaptureStream(CAPTURE, "stderr", 2)
     PUMP = CAP.Pump(pr, CAPTURE)
+    CAP.before_write = PUMP.sync
 
     # The mcp package: mcp, mcp.runtime, mcp.servers.
     pkg = types.ModuleType("mcp")
