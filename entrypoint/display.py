@@ -116,36 +116,54 @@ def _show(*args, **kwargs):
     flush_figures()
 
 
-class _PyplotHook:
-    """Meta path finder that patches matplotlib.pyplot.show once pyplot is
-    imported; every other import passes through untouched."""
+class _AfterImport:
+    """Meta path finder that calls patch(module) once the module name is
+    imported (executed), before the importer sees it; every other import
+    passes through untouched."""
+
+    def __init__(self, name, patch):
+        self._name, self._patch = name, patch
 
     def find_spec(self, name, path, target=None):
-        if name != "matplotlib.pyplot":
+        if name != self._name:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader)
+                spec.loader = _PatchingLoader(spec.loader, self._patch)
                 return spec
         return None
 
 
 class _PatchingLoader:
-    def __init__(self, loader):
-        self._loader = loader
+    def __init__(self, loader, patch):
+        self._loader, self._patch = loader, patch
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        module.show = _show
+        self._patch(module)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
+
+
+def after_import(name, patch):
+    """Calls patch(module) when module name is first imported, or at once
+    when it already is."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        patch(mod)
+        return
+    sys.meta_path.insert(0, _AfterImport(name, patch))
+
+
+def _patch_pyplot(module):
+    module.show = _show
 
 
 def install(images, prune, rt):
@@ -154,7 +172,7 @@ def install(images, prune, rt):
     global IMAGES, _PRUNE, _RT
     IMAGES, _PRUNE, _RT = images, prune, rt
     os.environ.setdefault("MPLBACKEND", "Agg")
-    sys.meta_path.insert(0, _PyplotHook())
+    after_import("matplotlib.pyplot", _patch_pyplot)
 
 
 # --- display() -------------------------------------------------------------

@@ -23,9 +23,7 @@ runtime.result() waits, the job's newest output goes to the waiting call's
 progress notifications.
 """
 import ast
-import asyncio
 import collections
-import inspect
 import linecache
 import sys
 import threading
@@ -170,6 +168,7 @@ def _code_target(code, n, ns):
 
 
 def _run_coroutine(coro):
+    import asyncio  # loaded on first use, not at the sandbox's start
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
@@ -185,6 +184,7 @@ def start(work, *args, **kwargs):
     is the value), a coroutine, or a callable called with args and kwargs
     (awaited when it returns an awaitable). Collect it with
     runtime.result(job) in this or a later call; it ends with the session."""
+    import inspect  # loaded on first use, not at the sandbox's start
     rt = _RT
     if isinstance(work, str):
         pass

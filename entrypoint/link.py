@@ -6,8 +6,6 @@ thread (read_loop) settles replies, queues exec frames for the main thread
 and hands interrupts to on_interrupt; any thread sends. fatal and error are
 the worker's (set when it loads this module).
 """
-import asyncio
-import concurrent.futures
 import contextvars
 import itertools
 import json
@@ -31,6 +29,18 @@ def _request_frame(id_, method, params):
     if job is not None:
         frame["meta"] = {"job": job}
     return frame
+
+
+_FUTURE = []  # concurrent.futures.Future, once a request needed it
+
+
+def _future():
+    """A new concurrent Future. concurrent.futures (and the logging it
+    imports) loads on the first request, not at the sandbox's start."""
+    if not _FUTURE:
+        import concurrent.futures
+        _FUTURE.append(concurrent.futures.Future)
+    return _FUTURE[0]()
 
 
 def fatal(message):
@@ -131,7 +141,7 @@ class Link:
 
     def request(self, method, params):
         """Sends a request and returns a concurrent Future for its result."""
-        fut = concurrent.futures.Future()
+        fut = _future()
         try:
             id_ = self._register(fut)
         except BaseException as e:
@@ -151,6 +161,7 @@ class Link:
     async def acall(self, method, params):
         """Awaits the result on the running event loop: the reader thread
         hands the reply to the loop with one wake-up (_LoopWaiter)."""
+        import asyncio  # imported already: this coroutine runs on its loop
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         id_ = self._register(_LoopWaiter(loop, fut))

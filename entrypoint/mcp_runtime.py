@@ -11,14 +11,12 @@ the memory and saved-tool helpers included. Its sections start with
 import ast
 import base64
 import errno
-import inspect
 import json
 import keyword
 import linecache
 import os
 import re
 import signal
-import socket
 import sys
 import textwrap
 import types
@@ -174,6 +172,7 @@ def _explain(exc):
             exc.args = ("name %r is not defined: %s" % (name, text),)
             exc.name = None  # Python's own "Did you mean" would point elsewhere
         return
+    import socket  # loaded when first needed (like inspect below), not at the sandbox's start
     seen = set()
     e = exc
     while e is not None and id(e) not in seen:
@@ -327,6 +326,7 @@ def reset():
 def save_tool(func):
     """Saves a function defined in a run_python cell for every future session
     (module user_tools, and a global of the same name)."""
+    import inspect
     if not inspect.isfunction(func):
         raise ValueError("save_tool expects a function")
     name = func.__code__.co_name  # the name its def statement binds
@@ -359,6 +359,7 @@ def save_tool(func):
 
 def delete_tool(name):
     """Removes a saved tool from future sessions."""
+    import inspect
     if inspect.isfunction(name):
         name = name.__name__
     if not isinstance(name, str):
@@ -886,6 +887,7 @@ def _returns_text(schema, most=8):
 
 
 def _make_tool(server, tool):
+    import inspect
     schema = tool.get("inputSchema") or {}
     props = schema.get("properties") or {}
     req = set(schema.get("required") or ())

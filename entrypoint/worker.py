@@ -10,8 +10,6 @@ exec frames, interrupts the main thread for the active call, and ends the
 worker on shutdown or the link's EOF.
 """
 import ast
-import asyncio
-import concurrent.futures
 import json
 import linecache
 import os
@@ -29,6 +27,7 @@ CAPTURE = None
 PUMP = None
 DISPLAY = None  # the display module: figures and display()
 JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
+RUNNER = None  # the Runner, once made
 
 
 DIAG = 2  # the container's stderr (main() keeps a private copy): the host logs it
@@ -95,14 +94,23 @@ def _raise_if_cancelled():
         raise KeyboardInterrupt
 
 
-_orig_asyncio_run = asyncio.run
+# asyncio is imported when something first needs it, not at start: with
+# what it pulls in (ssl, logging, inspect, typing) it was half of a cold
+# start's imports. Whoever imports it first (a top-level-await cell, user
+# code, a job) finds it set up as an eager import left it: asyncio.run
+# patched (_asyncio_run) and the cells' event loop current in the main
+# thread (_asyncio_loaded, called by the import hook display.after_import
+# installs). A spare's warm-up does not import it either: the host sends a
+# cold session's first call only after the ready frame, so the worker
+# cannot tell a spare from a cold start at that point.
+_orig_asyncio_run = None
 
 
 def _asyncio_run(main, **kw):
     """asyncio.run that also works inside a running loop (a top-level-await
     cell): the coroutine then runs on a fresh loop in a helper thread."""
     try:
-        asyncio.get_running_loop()
+        sys.modules["asyncio"].get_running_loop()
     except RuntimeError:
         return _orig_asyncio_run(main, **kw)
     box = {}
@@ -121,13 +129,25 @@ def _asyncio_run(main, **kw):
     return box.get("value")
 
 
+def _asyncio_loaded(asyncio):
+    """Sets up asyncio right after its first import (any thread)."""
+    global _orig_asyncio_run
+    _orig_asyncio_run = asyncio.run
+    asyncio.run = _asyncio_run
+    if RUNNER is not None and threading.current_thread() is threading.main_thread():
+        RUNNER.event_loop()
+
+
 def _hidden(filename):
     return (filename.startswith("<bridge/") or filename.startswith(_ASYNCIO_DIR)
             or filename.startswith(_CONCURRENT_DIR) or filename == _AST_FILE)
 
 
-_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
-_CONCURRENT_DIR = os.path.dirname(concurrent.futures.__file__) + os.sep
+# Where asyncio and concurrent.futures live, without importing them: in the
+# standard library's directory, beside os.py.
+_STDLIB_DIR = os.path.dirname(os.__file__)
+_ASYNCIO_DIR = os.path.join(_STDLIB_DIR, "asyncio") + os.sep
+_CONCURRENT_DIR = os.path.join(_STDLIB_DIR, "concurrent", "futures") + os.sep
 _AST_FILE = ast.__file__  # the cell is parsed by ast.parse: its frame is ours, not the user's
 
 
@@ -174,11 +194,21 @@ class Runner:
         main.__builtins__ = __builtins__
         sys.modules["__main__"] = main
         self.ns = main.__dict__
-        self.loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self.loop)
+        self.loop = None  # the cells' event loop, made once asyncio is imported (event_loop)
+
+    def event_loop(self):
+        """The cells' event loop, made and set as the main thread's current
+        loop on first use. Main thread only."""
+        if self.loop is None:
+            import asyncio
+            self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)
+        return self.loop
 
     def run(self, msg):
         params = msg["params"]
+        if self.loop is None and "asyncio" in sys.modules:
+            self.event_loop()  # asyncio was first imported outside the main thread
         STATE.call = params.get("call")
         STATE.cell += 1
         n = STATE.cell
@@ -325,9 +355,10 @@ class Runner:
         self.ns.pop("__bridge_value__", None)
         if co.co_flags & 0x80:  # CO_COROUTINE: the cell has top-level await
             coro = eval(co, self.ns)
-            task = self.loop.create_task(coro)
+            loop = self.event_loop()
+            task = loop.create_task(coro)
             try:
-                self.loop.run_until_complete(task)
+                loop.run_until_complete(task)
             except BaseException:
                 if not task.done():
                     task.cancel()
@@ -478,12 +509,13 @@ def main(boot, src, argv):
     _load_display(rt, limits)
     global JOBS
     JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
-    runner = Runner()
+    global RUNNER
+    runner = RUNNER = Runner()
     JOBS.install(rt, CAP.HeadTail, format_error=_error_text, filter_tb=_filter_tb, progress=CAPTURE.job_progress,
                  job_token=link.JOB, namespace=runner.ns, call_limit=limits["maxOutputBytes"])
     CAP.route = JOBS.route
 
-    asyncio.run = _asyncio_run
+    DISPLAY.after_import("asyncio", _asyncio_loaded)
     signal.signal(signal.SIGINT, _on_sigint)
     threading.Thread(target=LINK.read_loop, name="link", daemon=True).start()
     LINK.notify("ready", {"python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
