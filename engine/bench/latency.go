@@ -128,10 +128,13 @@ func timeToFirstLine(ctx context.Context, bin string, env []string) (time.Durati
 	return elapsed, nil
 }
 
-// sandboxImports are the modules the sandbox's worker imports at start
-// (entrypoint/*.py), timed in a fresh interpreter for the cold-start parts.
-const sandboxImports = "import ast, asyncio, base64, collections, concurrent.futures, inspect, io, itertools, json, " +
-	"keyword, linecache, os, queue, re, signal, sys, textwrap, threading, time, traceback, types, warnings"
+// sandboxImports are the modules the sandbox imports at start
+// (entrypoint/*.py: what the bootstrap, the supervisor and the worker's
+// modules import at their top level; asyncio, concurrent.futures, inspect
+// and socket load on first use), timed in a fresh interpreter for the
+// cold-start parts.
+const sandboxImports = "import __future__, ast, base64, builtins, collections, contextvars, errno, io, itertools, json, " +
+	"keyword, linecache, os, queue, re, select, signal, sys, textwrap, threading, time, traceback, types, warnings"
 
 // coldParts breaks the cold start (c50, the cold p50) into where the time
 // goes. From the bridge's own debug log (`bridge exec` with JSON logs, each
