@@ -13,6 +13,7 @@ import ast
 import json
 import linecache
 import os
+import queue
 import signal
 import sys
 import threading
@@ -100,10 +101,21 @@ def _raise_if_cancelled():
 # code, a job) finds it set up as an eager import left it: asyncio.run
 # patched (_asyncio_run) and the cells' event loop current in the main
 # thread (_asyncio_loaded, called by the import hook display.after_import
-# installs). A spare's warm-up does not import it either: the host sends a
-# cold session's first call only after the ready frame, so the worker
-# cannot tell a spare from a cold start at that point.
+# installs). The worker imports it itself once no call came for IDLE_IMPORT
+# seconds: a spare long before its first call (whose cells mostly await a
+# tool), a cold session after its first call. The host sends a cold
+# session's first call right after the ready frame, so waiting a moment
+# tells the two apart.
 _orig_asyncio_run = None
+IDLE_IMPORT = 0.05
+
+
+def _import_idle():
+    """Imports asyncio while no call waits (_asyncio_loaded sets it up)."""
+    try:
+        import asyncio  # noqa: F401
+    except Exception as e:
+        _diag("importing asyncio failed: %s: %s" % (type(e).__name__, e))
 
 
 def _asyncio_run(main, **kw):
@@ -200,9 +212,12 @@ class Runner:
         """The cells' event loop, made and set as the main thread's current
         loop on first use. Main thread only."""
         if self.loop is None:
+            # A first import of asyncio calls back here (_asyncio_loaded),
+            # which makes the loop: one loop only.
             import asyncio
-            self.loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(self.loop)
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(self.loop)
         return self.loop
 
     def run(self, msg):
@@ -523,7 +538,14 @@ def main(boot, src, argv):
         runner.warm()
     while True:
         try:
-            msg = LINK.execs.get()
+            if "asyncio" not in sys.modules:
+                try:
+                    msg = LINK.execs.get(timeout=IDLE_IMPORT)
+                except queue.Empty:
+                    _import_idle()
+                    continue
+            else:
+                msg = LINK.execs.get()
             runner.run(msg)
         except KeyboardInterrupt:
             continue
