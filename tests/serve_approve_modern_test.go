@@ -2,7 +2,6 @@ package tests
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,15 +13,7 @@ import (
 // goes on (runs 1); another principal presenting the requestState gets the
 // "unknown" error and resumes nothing, and the owner's retry still works.
 func TestServeApprovalModern(t *testing.T) {
-	mem := filepath.Join(t.TempDir(), "memory.jsonl")
-	env := withServers(t, map[string]any{
-		"memory": map[string]any{"command": npmBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": mem}},
-	}, nil)
-	writeJSON(t, filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy"), map[string]any{
-		"servers": map[string]any{"memory": map[string]any{"approve": []string{"create_*"}}},
-	})
-	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
-	s := startServe(t, env)
+	s := serveMemoryApproved(t)
 
 	h := newHuman(t, decide("once", 0))
 	c, err := s.clientVersion(aliceToken, "2026-07-28", client.WithElicitationHandler(h))
