@@ -60,6 +60,7 @@ func NewFront(cfg FrontConfig) *Front {
 		hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 			cfg.OnInitialize(req.Params.Capabilities)
 		})
+		hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest) { declareModern(ctx, cfg) })
 	}
 	srv := server.NewMCPServer(cfg.Name, cfg.Version,
 		server.WithToolCapabilities(false),

@@ -152,6 +152,15 @@ func modernRequest(ctx context.Context) *server.RequestProtocolInfo {
 	return nil
 }
 
+// declareModern passes the capabilities a 2026-07-28 request declared to
+// OnInitialize: that revision has no initialize, so its server/discover
+// (or, failing that, its first call) gives the set declared upstream.
+func declareModern(ctx context.Context, cfg FrontConfig) {
+	if info := modernRequest(ctx); info != nil && info.ClientCapabilities != nil && cfg.OnInitialize != nil {
+		cfg.OnInitialize(*info.ClientCapabilities)
+	}
+}
+
 // callToolModern runs or resumes the run_python call of a 2026-07-28
 // request. run is the dispatcher's (or bridge serve's) Run.
 func (f *Front) callToolModern(ctx context.Context, req mcp.CallToolRequest, raw json.RawMessage, info *server.RequestProtocolInfo,
@@ -159,10 +168,8 @@ func (f *Front) callToolModern(ctx context.Context, req mcp.CallToolRequest, raw
 	var caps mcp.ClientCapabilities
 	if info.ClientCapabilities != nil {
 		caps = *info.ClientCapabilities
-		if f.cfg.OnInitialize != nil { // no initialize in 2026-07-28: the first call's set is declared upstream
-			f.cfg.OnInitialize(caps)
-		}
 	}
+	declareModern(ctx, f.cfg)
 	invalid := func(msg string) *mcp.CallToolResult {
 		return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession}))
 	}

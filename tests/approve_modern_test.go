@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // modernMemoryBridge is memoryBridge for a client that negotiates protocol
@@ -173,5 +175,34 @@ func TestApprovalModernWire(t *testing.T) {
 	res = send(args, map[string]any{"requestState": state, "inputResponses": answer})
 	if txt, _ := json.Marshal(res["content"]); !strings.Contains(string(txt), "already used") {
 		t.Errorf("a reused requestState: %s", txt)
+	}
+}
+
+// TestElicitationRelayModern: with a 2026-07-28 client, the capabilities
+// of its server/discover are declared to the real everything server, and
+// that server's elicitation/create, sent while the inner call runs, reaches
+// the client as an input_required round of the run_python call; the answer
+// goes back upstream and the same call returns the server's result.
+func TestElicitationRelayModern(t *testing.T) {
+	requirePodman(t)
+	h := newHuman(t, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada Lovelace"}}}, nil
+	})
+	b := startBridgeVersion(t, "", everythingEnv(t, t.TempDir()), bridgeBin, []string{"run"}, "bridge-e2e-modern", "2026-07-28",
+		client.WithElicitationHandler(h))
+	if v := b.c.ProtocolVersion(); v != "2026-07-28" {
+		t.Fatalf("the client negotiated %q, want 2026-07-28", v)
+	}
+	if got := b.mustOK("print(hasattr(mcp_everything, 'trigger_elicitation_request'))", "everything"); !strings.Contains(got, "True") {
+		t.Fatalf("the everything server did not list its elicitation tool to a 2026-07-28 client's bridge: %s", got)
+	}
+	got := b.mustOK("runs = globals().get('runs', 0) + 1\nglobals()['runs'] = runs\nprint('runs', runs)\nprint(await mcp_everything.trigger_elicitation_request())", "everything")
+	if !strings.Contains(got, "runs 1\n") || !strings.Contains(got, "Name: Ada Lovelace") {
+		t.Errorf("relayed elicitation over input_required: %s", got)
+	}
+	qs := h.questions()
+	if len(qs) != 1 || !strings.HasPrefix(qs[0].Params.Message, "everything.trigger-elicitation-request asks: ") {
+		t.Errorf("asked %d times: %+v", len(qs), qs)
 	}
 }
