@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -93,7 +94,7 @@ func TestApprovalModernClient(t *testing.T) {
 // same call's result.
 func TestApprovalModernWire(t *testing.T) {
 	requirePodman(t)
-	env := withServers(t, map[string]any{"fake": fake()}, nil)
+	env := withServers(t, map[string]any{"fake": fake()}, map[string]string{"MCP_BRIDGE_APPROVAL_TIMEOUT": "2"})
 	writeJSON(t, filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy"), map[string]any{
 		"servers": map[string]any{"fake": map[string]any{"approve": []string{"echo"}}},
 	})
@@ -175,6 +176,24 @@ func TestApprovalModernWire(t *testing.T) {
 	res = send(args, map[string]any{"requestState": state, "inputResponses": answer})
 	if txt, _ := json.Marshal(res["content"]); !strings.Contains(string(txt), "already used") {
 		t.Errorf("a reused requestState: %s", txt)
+	}
+
+	// No retry within MCP_BRIDGE_APPROVAL_TIMEOUT: the handle expires, the
+	// held call is interrupted: the session answers its next call at once.
+	res = send(args, nil)
+	state, _ = res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("second call: %v", res)
+	}
+	time.Sleep(3 * time.Second)
+	res = send(args, map[string]any{"requestState": state, "inputResponses": answer})
+	if txt, _ := json.Marshal(res["content"]); !strings.Contains(string(txt), "requestState expired") || !strings.Contains(string(txt), "2s (MCP_BRIDGE_APPROVAL_TIMEOUT)") {
+		t.Errorf("a late retry: %s", txt)
+	}
+	start := time.Now()
+	res = send(map[string]any{"timeout": 20, "code": "print('n is', n)"}, nil)
+	if txt, _ := json.Marshal(res["content"]); res["isError"] == true || !strings.Contains(string(txt), "n is 2") || time.Since(start) > 10*time.Second {
+		t.Errorf("the session after an expired round (%s): %s", time.Since(start), txt)
 	}
 }
 
