@@ -201,7 +201,8 @@ func TestApprovalModernWire(t *testing.T) {
 // of its server/discover are declared to the real everything server, and
 // that server's elicitation/create, sent while the inner call runs, reaches
 // the client as an input_required round of the run_python call; the answer
-// goes back upstream and the same call returns the server's result.
+// goes back upstream and the same call returns the server's result. Its
+// sampling request takes the same way.
 func TestElicitationRelayModern(t *testing.T) {
 	requirePodman(t)
 	h := newHuman(t, func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
@@ -209,7 +210,7 @@ func TestElicitationRelayModern(t *testing.T) {
 			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada Lovelace"}}}, nil
 	})
 	b := startBridgeVersion(t, "", everythingEnv(t, t.TempDir()), bridgeBin, []string{"run"}, "bridge-e2e-modern", "2026-07-28",
-		client.WithElicitationHandler(h))
+		client.WithElicitationHandler(h), client.WithSamplingHandler(sampler{}))
 	if v := b.c.ProtocolVersion(); v != "2026-07-28" {
 		t.Fatalf("the client negotiated %q, want 2026-07-28", v)
 	}
@@ -223,5 +224,9 @@ func TestElicitationRelayModern(t *testing.T) {
 	qs := h.questions()
 	if len(qs) != 1 || !strings.HasPrefix(qs[0].Params.Message, "everything.trigger-elicitation-request asks: ") {
 		t.Errorf("asked %d times: %+v", len(qs), qs)
+	}
+	got = b.mustOK("print(await mcp_everything.trigger_sampling_request(prompt='hi', maxTokens=5))", "everything")
+	if !strings.Contains(got, "sampled reply") || !strings.Contains(got, "test-model-7") {
+		t.Errorf("relayed sampling over input_required: %s", got)
 	}
 }
