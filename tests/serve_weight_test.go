@@ -19,7 +19,7 @@ type boxFacts struct {
 	pids     int64
 	// The cgroup's own values, where cgroup v1 shows them here ("" else):
 	// podman 4's update sets the cgroup without its inspect record.
-	v1shares, v1memory, v1pids string
+	v1shares, v1memory, v1pids, v1quota string
 }
 
 // sandboxFacts inspects every container of the bridge process pid.
@@ -50,6 +50,7 @@ func sandboxFacts(t *testing.T, pid int) []boxFacts {
 				return strings.TrimSpace(string(v))
 			}
 			b.v1shares, b.v1memory, b.v1pids = read("cpu", "cpu.shares"), read("memory", "memory.limit_in_bytes")+"/"+read("memory", "memory.memsw.limit_in_bytes"), read("pids", "pids.max")
+			b.v1quota = read("cpu", "cpu.cfs_quota_us")
 		}
 		facts = append(facts, b)
 	}
@@ -60,7 +61,7 @@ func sandboxFacts(t *testing.T, pid int) []boxFacts {
 // as one sandbox of a principal with one session: alice's four sessions
 // get a quarter of the full CPU weight each (cgroup v1's 1024 shares), bob's
 // single session keeps the full weight. Updating the weight leaves the
-// memory and pids limits as they were.
+// memory, pids and CPU quota limits as they were.
 func TestServeCPUWeights(t *testing.T) {
 	requirePodman(t)
 	if os.Geteuid() != 0 {
@@ -69,7 +70,8 @@ func TestServeCPUWeights(t *testing.T) {
 		}
 	}
 	tokens := writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
-	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens})
+	// A CPU quota (--cpus) too, which the update must keep.
+	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens, "MCP_BRIDGE_CPUS": "1.5"})
 	alice, bob := s.mustClient(aliceToken), s.mustClient(bobToken)
 	host := "import socket; print(socket.gethostname())"
 	bobHost := text(t, callHTTP(t, bob, map[string]any{"code": host}))
@@ -132,7 +134,7 @@ func TestServeCPUWeights(t *testing.T) {
 		}
 		// The update kept the limits bob's untouched container has.
 		if b.memory != bobFacts.memory || b.pids != bobFacts.pids || b.memory <= 0 || b.pids <= 0 ||
-			b.v1memory != bobFacts.v1memory || b.v1pids != bobFacts.v1pids {
+			b.v1memory != bobFacts.v1memory || b.v1pids != bobFacts.v1pids || b.v1quota != bobFacts.v1quota {
 			t.Errorf("alice's container after the weight: %+v; bob's (never updated): %+v", b, bobFacts)
 		}
 	}
