@@ -243,7 +243,9 @@ class Runner:
             _kill_descendants()
         else:
             outcome, exit_code, error = self._flush_figures(outcome, exit_code, error)
-        PUMP.sync()
+        # Longer than a print's sync: on a loaded machine the pump thread may
+        # wait its turn, and what it holds belongs to this call, not the next.
+        PUMP.sync(timeout=2.0)
         result_repr = None
         if value is not None:
             try:
