@@ -144,6 +144,8 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 		a.add(p.Stream, p.Data)
 	case protocol.MethodImage, protocol.MethodProgress:
 		s.handleMedia(req)
+	case protocol.MethodAck:
+		s.handleAck(req.Params)
 	default:
 		s.dropped("unknown notification", req.Method)
 	}

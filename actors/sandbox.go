@@ -266,7 +266,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		defer s.wg.Done()
 		s.watchLink()
 	}()
-	boot, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": protocol.MethodBoot, "params": cfg.Boot})
+	boot, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": protocol.MethodBoot, "params": bootParams(cfg, link)})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
