@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
 )
@@ -42,4 +45,30 @@ func (s *sandbox) handleAck(params *json.RawMessage) {
 		return
 	}
 	c.Ack(p.Bytes)
+}
+
+// maxRefusing bounds the refusals that wait to be written at once. A
+// sandbox's own runtime never has more requests in flight than the host
+// admits, so only a hostile one reaches it.
+const maxRefusing = maxRunning + maxQueued
+
+// refuse answers a refused request from its own goroutine, so the reader
+// goroutine never waits on the link for it: on a credit link only the
+// reader can read the acks a waiting write needs (a sandbox that reads
+// every byte would otherwise be declared dead when a refusal met a large
+// write). Once maxRefusing refusals wait, the reader waits for a slot and
+// reads nothing more from the sandbox: back-pressure on a flood of refused
+// requests, bounded by linkWriteBound on the waiting writes.
+func (s *sandbox) refuse(ctx context.Context, conn *jsonrpc2.Conn, id jsonrpc2.ID, err error) {
+	select {
+	case s.refusing <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.refusing }()
+		s.replyError(ctx, conn, id, err)
+	}()
 }
