@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +58,41 @@ func TestRefusalsNeverBlockTheReader(t *testing.T) {
 		t.Fatal("a refusal outlived the link")
 	}
 	s.wg.Wait()
+}
+
+// creditConn is a net.Conn that records acks, as a CreditLink.
+type creditConn struct {
+	net.Conn
+	acks []int64
+}
+
+func (c *creditConn) Window() int { return 4096 }
+func (c *creditConn) Ack(n int64) { c.acks = append(c.acks, n) }
+
+// TestCreditLinkBootAndAcks: only a credit link's boot frame asks for acks,
+// and only a credit link gets them; elsewhere an ack is a dropped frame.
+func TestCreditLinkBootAndAcks(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	cfg := &SandboxConfig{Boot: protocol.BootParams{Limits: protocol.Limits{MaxFrameBytes: 1 << 20}}}
+	cl := &creditConn{Conn: a}
+	if got, want := bootParams(cfg, cl).Limits.LinkWindow, 4096; got != want {
+		t.Errorf("credit link: boot window %d, want %d", got, want)
+	}
+	if got := bootParams(cfg, a).Limits.LinkWindow; got != 0 {
+		t.Errorf("plain link: boot window %d, want 0", got)
+	}
+	params := json.RawMessage(`{"bytes":12345}`)
+	s := &sandbox{log: zerolog.Nop(), box: &pipeBox{host: cl}}
+	s.handleAck(&params)
+	if len(cl.acks) != 1 || cl.acks[0] != 12345 {
+		t.Errorf("acks %v, want [12345]", cl.acks)
+	}
+	var logs strings.Builder
+	s = &sandbox{log: zerolog.New(&logs), box: &pipeBox{host: a}}
+	s.handleAck(&params) // outside a call: reported at once
+	if !strings.Contains(logs.String(), `"unknown notification":1`) {
+		t.Errorf("an ack on a plain link: log %q, want it counted as an unknown notification", logs.String())
+	}
 }
