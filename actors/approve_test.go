@@ -379,3 +379,34 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestAliasCallSeesRealName: a call_tool that names its tool loosely
+// (alias: true, as the proxies of a server signed in during the call send
+// it) is checked by the policy, counted and gated under the tool's real
+// name, so another spelling never slips past a rule.
+func TestAliasCallSeesRealName(t *testing.T) {
+	var calls atomic.Int64
+	pol, err := NewPolicy("bridge.policy", 0, map[string]ServerPolicy{"fake": {Deny: []string{"create"}, Approve: []string{"wipe"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gatedRouter(t, &calls, pol)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ tool, wantKind string }{
+		{"CREATE", protocol.KindNotAvailable}, // denied by name
+		{"Wipe", protocol.KindDenied},         // gated by name: this client cannot be asked
+		{"READ", ""},
+	} {
+		h := &fakeHuman{caps: HumanCaps{Missing: noElicitation}}
+		scope := Scope{Servers: []string{"fake"}, human: &activeCall{asks: newApprovals(h)}}
+		before := calls.Load()
+		_, err := r.ServeSandbox(ctx, scope, protocol.MethodCallTool, json.RawMessage(`{"server":"fake","tool":"`+tc.tool+`","arguments":{},"alias":true}`))
+		if got := errKind(t, err); got != tc.wantKind {
+			t.Errorf("%s: kind %q (%v), want %q", tc.tool, got, err, tc.wantKind)
+		}
+		if got, want := calls.Load()-before, int64(map[bool]int{true: 1}[tc.wantKind == ""]); got != want {
+			t.Errorf("%s: %d calls reached the server, want %d", tc.tool, got, want)
+		}
+	}
+}

@@ -139,6 +139,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		res.Status, res.Error = result.StatusError, err.Error()
 		return finish(res, nil, false)
 	}
+	s.weighFor(sb)
 	call = &activeCall{
 		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -43,6 +44,13 @@ type FrontConfig struct {
 type Front struct {
 	cfg FrontConfig
 	srv *server.MCPServer
+	// The calls of 2026-07-28 clients held across input_required rounds
+	// (frontinput.go), and their requestStates.
+	inputs     *inputStates
+	heldMu     sync.Mutex
+	heldCalls  map[*heldCall]struct{}
+	heldClosed bool
+	heldWG     sync.WaitGroup
 }
 
 // NewFront builds the MCP server with its one tool and one resource.
@@ -52,13 +60,14 @@ func NewFront(cfg FrontConfig) *Front {
 		hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 			cfg.OnInitialize(req.Params.Capabilities)
 		})
+		hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest) { declareModern(ctx, cfg) })
 	}
 	srv := server.NewMCPServer(cfg.Name, cfg.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithHooks(hooks),
 	)
-	f := &Front{cfg: cfg, srv: srv}
+	f := &Front{cfg: cfg, srv: srv, inputs: newInputStates(), heldCalls: map[*heldCall]struct{}{}}
 	srv.AddTool(cfg.Tool, f.callTool)
 	srv.AddResource(cfg.Resource, f.readResource)
 	return f
@@ -75,6 +84,7 @@ func (f *Front) Serve(ctx context.Context) error {
 	server.WithWorkerPoolSize(16)(stdio)
 	server.WithQueueSize(128)(stdio)
 	stdio.SetErrorLogger(log.New(zerologWriter{f.cfg.Log}, "", 0))
+	defer f.Close()
 	err := stdio.Listen(ctx, f.cfg.In, f.cfg.Out)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -102,13 +112,16 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 			return f.shape(ctx, f.cfg.Render(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})), nil
 		}
 	}
-	ctx = WithHuman(ctx, NewMCPHuman(ctx, f.srv))
-	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
-		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
-	}
 	run := f.cfg.Dispatcher.Run
 	if f.cfg.Run != nil {
 		run = f.cfg.Run
+	}
+	if info := modernRequest(ctx); info != nil {
+		return f.callToolModern(ctx, req, raw, info, run), nil
+	}
+	ctx = WithHuman(ctx, NewMCPHuman(ctx, f.srv))
+	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
+		ctx = WithProgress(ctx, f.progressSender(ctx, meta.ProgressToken))
 	}
 	return f.shape(ctx, f.cfg.Render(run(ctx, raw))), nil
 }

@@ -83,8 +83,9 @@ func (h *mcpHuman) Caps() HumanCaps {
 	caps, modern := h.clientCaps()
 	if modern {
 		// Protocol 2026-07-28 replaced server-initiated requests with
-		// input_required results, which this bridge does not send yet.
-		return HumanCaps{Missing: "your MCP client negotiated protocol 2026-07-28, whose input_required questions this bridge does not support yet"}
+		// input_required results: the front asks such a client through
+		// inputHuman (frontinput.go), never through this one.
+		return HumanCaps{Missing: "your MCP client negotiated protocol 2026-07-28, which cannot be sent elicitation/create"}
 	}
 	return CapsOf(caps)
 }

@@ -295,6 +295,10 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		Server    string          `json:"server"`
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
+		// Alias lets Tool be a proxy alias too: the proxies of a server
+		// that needed a sign-in before it had a catalog send the attribute
+		// name, which only the catalog fetched after the sign-in resolves.
+		Alias bool `json:"alias,omitempty"`
 	}
 	if err := decodeParams(protocol.MethodCallTool, params, &p); err != nil {
 		return nil, err
@@ -318,7 +322,10 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 			return nil, err
 		}
 	}
-	i := s.findTool(p.Tool, false)
+	i := s.findTool(p.Tool, p.Alias)
+	if i >= 0 {
+		p.Tool = s.Tools[i].Name // the policy, the count and approvals see the real name, never an alias
+	}
 	if i < 0 {
 		msg := fmt.Sprintf("Server '%s' has no tool '%s'.", p.Server, p.Tool)
 		names := make([]string, len(s.Tools))

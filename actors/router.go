@@ -282,6 +282,7 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 			errs[i] = fmt.Errorf("server '%s' %s", n, startFailure(n, err.Error()))
 			out[i] = s.protocolServer() // the disk catalog's tools, if any
 			out[i].Error = errs[i].Error()
+			out[i].SignIn = asSignIn(err) != nil
 		}()
 	}
 	wg.Wait()

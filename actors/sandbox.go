@@ -154,6 +154,7 @@ type sandbox struct {
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
 	stallOnce sync.Once
 	spawned   time.Time
+	weight    cpuWeight // its share of its principal's CPU weight (cpuweight.go)
 	wg        sync.WaitGroup
 }
 

@@ -191,6 +191,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		served <- serveErr
 	}
 	e.drain(drain, srv, mcpHTTP, opts.DrainTimeout, func() { interrupted.Store(true); stopActors() }, hlog)
+	front.Close() // the calls held for a 2026-07-28 client's retry
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
 		serveErr = err
 	}

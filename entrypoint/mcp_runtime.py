@@ -66,7 +66,7 @@ def _begin_call(params):
             setattr(mod, alias, fn)
         mod.__all__ = list(proxy._fns)
         if srv.get("error"):
-            mod.__getattr__ = proxy._broken
+            mod.__getattr__ = proxy.__getattr__ if srv.get("signIn") else proxy._broken
         mod.TOOLS = [_tool_entry(t) for t in srv["tools"]]
         mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
         sys.modules[mod.__name__] = mod
@@ -948,6 +948,7 @@ class _ServerProxy:
         self._name = srv["name"]
         self._alias = srv["alias"]
         self._error = srv.get("error")  # disabled or failed to start
+        self._sign_in = srv.get("signIn")  # the error is a sign-in the host may do during a call
         self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
         for name in _RESOURCE_METHODS:
             if name in self._fns:  # a tool of that name wins; runtime.read_resource(...) still reads
@@ -967,6 +968,8 @@ class _ServerProxy:
         fn = fns.get(attr) if fns is not None else None
         if fn is not None:
             return fn
+        if self.__dict__.get("_sign_in") and not attr.startswith("_"):
+            return self._via_host(attr)
         if self.__dict__.get("_error") and not attr.startswith("__"):
             self._broken(attr)
         if attr.startswith("_"):
@@ -981,6 +984,27 @@ class _ServerProxy:
         # name and obj set (to None) keep Python from adding its own
         # suggestion from dir(self), which repeated this one.
         raise AttributeError(msg, name=None, obj=None)
+
+    def _via_host(self, attr):
+        """A proxy for a tool of a server that needs a sign-in and has no
+        catalog yet: keyword arguments go as they are, and the host resolves
+        attr (a name or an alias) once the call has signed in."""
+        server = self._name
+
+        async def proxy(*args, **kwargs):
+            if args:
+                raise MCPError("%s.%s: pass arguments by keyword until the server is signed in" % (server, attr),
+                               server=server, tool=attr, kind="invalid_arguments")
+            arguments = {k: v for k, v in kwargs.items() if v is not None}
+            result = (await _acall("call_tool", {"server": server, "tool": attr, "arguments": arguments,
+                                                 "alias": True}))["result"]
+            if isinstance(result, dict):
+                result.setdefault("isError", False)
+            return _convert(result, server, attr)
+
+        proxy.__name__ = proxy.__qualname__ = attr
+        proxy.__doc__ = "A tool of %s, which needs a sign-in before its tools are known." % server
+        return proxy
 
     def __dir__(self):
         return sorted(self._fns) + ["list_resource_templates", "list_resources", "list_tools", "read_resource"]

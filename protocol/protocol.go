@@ -113,6 +113,9 @@ type Server struct {
 	// Error says why the server cannot be used (disabled, failed to start);
 	// its tools, if any, come from its disk catalog and raise it.
 	Error string `json:"error,omitempty"`
+	// SignIn marks an Error that a sign-in may clear: the proxies then
+	// send any tool name to the host, which signs in where the call can.
+	SignIn bool `json:"signIn,omitempty"`
 }
 
 // ExecParams asks the sandbox to run one cell. Discovered lists every

@@ -229,6 +229,13 @@ func startBridgeIn(t *testing.T, dir string, extra map[string]string, args ...st
 // the test's); opts configure the MCP client (its capabilities and handlers).
 func startBridgeDir(t *testing.T, dir string, extra map[string]string, command string, args []string, clientName string, opts ...client.ClientOption) *bridge {
 	t.Helper()
+	return startBridgeVersion(t, dir, extra, command, args, clientName, "2025-11-25", opts...)
+}
+
+// startBridgeVersion is startBridgeDir for a client that asks for protocol
+// version (2026-07-28: it negotiates with server/discover, no initialize).
+func startBridgeVersion(t *testing.T, dir string, extra map[string]string, command string, args []string, clientName, version string, opts ...client.ClientOption) *bridge {
+	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
 	tr := transport.NewStdioWithOptions(command, nil, args,
@@ -252,7 +259,7 @@ func startBridgeDir(t *testing.T, dir string, extra map[string]string, command s
 		}
 	}
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = "2025-11-25"
+	req.Params.ProtocolVersion = version
 	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
 	init, err := b.c.Initialize(ctx, req)
 	if err != nil {

@@ -87,7 +87,7 @@ func conformanceAdapter(url string) int {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN", "BRIDGE_OAUTH_VIA", "BRIDGE_OAUTH_NO_URL":
+		case "HOME", "MCP_BRIDGE_CONFIG_DIR", "MCP_BRIDGE_STATE_DIR", "BROWSER", "BRIDGE_OAUTH_ADAPTER", "BRIDGE_OAUTH_BROWSER", "BRIDGE_OAUTH_SKIP_LOGIN", "BRIDGE_OAUTH_VIA", "BRIDGE_OAUTH_NO_URL", "BRIDGE_OAUTH_PROXY":
 		default:
 			env = append(env, kv)
 		}
@@ -175,7 +175,11 @@ func viaRun(bridge string, env []string, logf io.Writer) int {
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "run_python"
-	req.Params.Arguments = map[string]any{"code": `print(await runtime.call_tool("conf", "test-tool", {}))`, "servers": []string{"conf"}, "timeout": 90}
+	code, want := `print(await runtime.call_tool("conf", "test-tool", {}))`, "'text': 'test'"
+	if os.Getenv("BRIDGE_OAUTH_PROXY") == "1" { // the tool's proxy, by its alias, before any catalog exists
+		code, want = `print(repr(await mcp_conf.test_tool()))`, "'test'"
+	}
+	req.Params.Arguments = map[string]any{"code": code, "servers": []string{"conf"}, "timeout": 90}
 	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "adapter: run_python:", err)
@@ -188,7 +192,7 @@ func viaRun(bridge string, env []string, logf io.Writer) int {
 		}
 	}
 	fmt.Fprintf(io.MultiWriter(os.Stdout, logf), "run_python (sign-in links opened: %d):\n%s\n", asked, text)
-	if res.IsError || !strings.Contains(text, "'text': 'test'") {
+	if res.IsError || !strings.Contains(text, want) {
 		return 1
 	}
 	return 0
@@ -276,18 +280,20 @@ func TestOAuthRunSignsInThroughClient(t *testing.T) {
 func TestOAuthRunFirstSignInThroughClient(t *testing.T) {
 	bin, self := conformanceBin(t)
 	for _, tc := range []struct {
-		scenario, noURL string
-		pass            bool
-		want            string
+		scenario, noURL, proxy string
+		pass                   bool
+		want                   string
 	}{
-		{"auth/metadata-default", "", true, "sign-in links opened: 1"},
-		{"auth/scope-step-up", "", true, "sign-in links opened: 2"},
-		{"auth/metadata-default", "1", false, "MCPError: Server 'conf' needs sign-in: run: bridge auth login conf"},
+		{"auth/metadata-default", "", "", true, "sign-in links opened: 1"},
+		{"auth/metadata-default", "", "1", true, "sign-in links opened: 1"},
+		{"auth/scope-step-up", "", "", true, "sign-in links opened: 2"},
+		{"auth/metadata-default", "1", "", false, "MCPError: Server 'conf' needs sign-in: run: bridge auth login conf"},
+		{"auth/metadata-default", "1", "1", false, "MCPError: Server 'conf' needs sign-in: run: bridge auth login conf"},
 	} {
 		cmd := exec.Command(bin, "client", "--scenario", tc.scenario, "--timeout", "120000", "--command", self)
 		logDir := t.TempDir()
 		cmd.Env = append(baseEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}), "BRIDGE_OAUTH_ADAPTER=1", "BRIDGE_OAUTH_VIA=run",
-			"BRIDGE_OAUTH_SKIP_LOGIN=1", "BRIDGE_OAUTH_NO_URL="+tc.noURL, "BRIDGE_OAUTH_BRIDGE="+bridgeBin, "BRIDGE_OAUTH_LOGDIR="+logDir)
+			"BRIDGE_OAUTH_SKIP_LOGIN=1", "BRIDGE_OAUTH_NO_URL="+tc.noURL, "BRIDGE_OAUTH_PROXY="+tc.proxy, "BRIDGE_OAUTH_BRIDGE="+bridgeBin, "BRIDGE_OAUTH_LOGDIR="+logDir)
 		b, err := cmd.CombinedOutput()
 		logs, _ := filepath.Glob(filepath.Join(logDir, "scenario-*.log"))
 		var log []byte
@@ -296,8 +302,8 @@ func TestOAuthRunFirstSignInThroughClient(t *testing.T) {
 		}
 		passed := err == nil && strings.Contains(string(b), "OVERALL: PASSED")
 		if passed != tc.pass || !strings.Contains(string(log), tc.want) {
-			t.Errorf("%s through bridge run (no URL elicitation %q): passed %v, want %v and %q in the adapter log: %v\n%s\nadapter log:\n%s",
-				tc.scenario, tc.noURL, passed, tc.pass, tc.want, err, b, log)
+			t.Errorf("%s through bridge run (no URL elicitation %q, proxy %q): passed %v, want %v and %q in the adapter log: %v\n%s\nadapter log:\n%s",
+				tc.scenario, tc.noURL, tc.proxy, passed, tc.pass, tc.want, err, b, log)
 		}
 	}
 }

@@ -13,15 +13,7 @@ import (
 // approval policy, each principal's gated call asks that principal's own
 // HTTP client, never the other one, also when both calls run at once.
 func TestServeApprovalsReachCaller(t *testing.T) {
-	mem := filepath.Join(t.TempDir(), "memory.jsonl")
-	env := withServers(t, map[string]any{
-		"memory": map[string]any{"command": npmBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": mem}},
-	}, nil)
-	writeJSON(t, filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy"), map[string]any{
-		"servers": map[string]any{"memory": map[string]any{"approve": []string{"create_*"}}},
-	})
-	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
-	s := startServe(t, env)
+	s := serveMemoryApproved(t)
 	aliceHuman, bobHuman := newHuman(t, decide("once", 0)), newHuman(t, decide("deny", 0))
 	connect := func(tok string, h *human) *client.Client {
 		c, err := s.clientVersion(tok, "2025-11-25", client.WithElicitationHandler(h))
@@ -79,4 +71,19 @@ func TestServeApprovalsReachCaller(t *testing.T) {
 			t.Errorf("bob was asked: %s", q.Params.Message)
 		}
 	}
+}
+
+// serveMemoryApproved serves principals alice and bob with the real memory
+// server behind a policy that gates its create_* tools.
+func serveMemoryApproved(t *testing.T) *served {
+	t.Helper()
+	mem := filepath.Join(t.TempDir(), "memory.jsonl")
+	env := withServers(t, map[string]any{
+		"memory": map[string]any{"command": npmBin(t, "mcp-server-memory"), "env": map[string]string{"MEMORY_FILE_PATH": mem}},
+	}, nil)
+	writeJSON(t, filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy"), map[string]any{
+		"servers": map[string]any{"memory": map[string]any{"approve": []string{"create_*"}}},
+	})
+	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
+	return startServe(t, env)
 }

@@ -95,16 +95,6 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 	// A new session adopts the spare and a new spare starts beside it:
 	// a container start would weigh on the figures, so they wait for it.
 	time.Sleep(spareQuiet)
-	// The p95s need more samples than the per-client figures: 20 calls
-	// make the 95th percentile their second slowest.
-	fair := max(40, o.Samples)
-	if o.Quick {
-		fair = 40
-	}
-	alone, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
-	if err != nil {
-		return err
-	}
 	flood := make([]*httpProc, 0, floodCap)
 	for i := range floodCap {
 		h, err := s.client(ctx, "flood")
@@ -120,34 +110,14 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 		}
 	}
 	defer closeAll(flood)
-	time.Sleep(spareQuiet)
-	fctx, stopFlood := context.WithCancel(ctx)
-	floodDone := make(chan struct{})
-	go func() {
-		defer close(floodDone)
-		done := make(chan struct{}, len(flood))
-		for _, h := range flood {
-			go func() {
-				for fctx.Err() == nil {
-					_ = h.run(fctx, "print(1)")
-				}
-				done <- struct{}{}
-			}()
+	// One more call in each flood session, now that all are live, sets
+	// their CPU weights (in the background: the wait covers it), so the
+	// figures measure the steady state rather than the updates.
+	for _, h := range flood {
+		if err := h.run(ctx, "print(1)"); err != nil {
+			return err
 		}
-		for range flood {
-			<-done
-		}
-	}()
-	time.Sleep(time.Second)
-	loaded, err := sample(fair, func() error { return probe.run(ctx, "print(1)") })
-	stopFlood()
-	<-floodDone
-	if err != nil {
-		return err
 	}
-	a95, l95 := ms(pct(alone, 95)), ms(pct(loaded, 95))
-	r.add(Figure{ID: "http.fairness.p95", Name: fmt.Sprintf("HTTP: one principal's warm p95 while another floods print(1) loops up to its cap (%d)", floodCap),
-		Value: l95, Unit: "ms", Baseline: "the same principal's warm p95, unloaded", BaseVal: a95, Samples: len(loaded),
-		Target: "<= 2x baseline"}, l95 <= 2*a95)
-	return nil
+	time.Sleep(spareQuiet)
+	return fairnessFigures(ctx, o, r, probe, flood)
 }

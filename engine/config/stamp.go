@@ -18,7 +18,9 @@ import (
 // calling Load, so a change that races the load shows up at the next
 // check. It runs before every call, so it is built without fmt or hashing:
 // the stat syscalls are its whole cost. Stamp lists each dir afresh; a
-// Stamper lists a dir again only when the dir's stat changed.
+// Stamper lists a dir again only when the dir's stat changed, and skips the
+// stat of a path known missing while its nearest existing ancestor is
+// unchanged (stampmissing.go).
 func Stamp(o Options) string { return new(Stamper).Stamp(o) }
 
 // Stamper takes Stamps, keeping the *.json names of each dir it listed.
@@ -26,6 +28,8 @@ func Stamp(o Options) string { return new(Stamper).Stamp(o) }
 type Stamper struct {
 	mu       sync.Mutex
 	listings map[string]listing
+	missing  map[string]missingPath // paths known missing (stampmissing.go)
+	lastPlan *stampPlan
 }
 
 // listing is a dir's *.json names and the dir's stat when they were read.
@@ -56,15 +60,16 @@ func (st *Stamper) Stamp(o Options) string {
 	if o.Extra != "" {
 		s.stat(o.Extra)
 	}
-	for _, f := range agentFiles(o) {
+	agents, approvals := st.plan(o)
+	for _, f := range agents {
 		s.field("agent", f.path)
-		if fi := s.stat(f.path); fi != nil && f.dir {
+		if fi := s.statOrMissing(f.path); fi != nil && f.dir {
 			s.jsonFiles(f.path, fi)
 		}
 	}
-	for _, p := range approvalFiles(o) {
+	for _, p := range approvals {
 		s.field("approval", p)
-		s.stat(p)
+		s.statOrMissing(p)
 	}
 	return string(s.b)
 }
@@ -100,8 +105,9 @@ func (st *Stamper) names(dir string, fi fs.FileInfo) ([]string, error) {
 // stamper accumulates a Stamp. Every field is length-prefixed, so no two
 // different sequences of fields give the same bytes.
 type stamper struct {
-	st *Stamper
-	b  []byte
+	st   *Stamper
+	b    []byte
+	seen []seenDir // ancestors stat'ed by this stamp (stampmissing.go)
 }
 
 func (s *stamper) field(tag, v string) {
@@ -118,10 +124,34 @@ func (s *stamper) stat(path string) fs.FileInfo {
 		s.field("error", errText(err))
 		return nil
 	}
+	s.addStat(fi)
+	return fi
+}
+
+// addStat adds what fi shows.
+func (s *stamper) addStat(fi fs.FileInfo) {
 	s.b = strconv.AppendInt(s.b, fi.Size(), 10)
 	s.b = strconv.AppendInt(append(s.b, ' '), fi.ModTime().UnixNano(), 10)
 	s.b = strconv.AppendUint(append(s.b, ' '), uint64(fi.Mode()), 10)
 	s.b = append(s.b, '\n')
+}
+
+// statOrMissing is stat for a path that is usually missing: a path known
+// missing whose ancestor is unchanged adds the same bytes without its own
+// stat (stampmissing.go).
+func (s *stamper) statOrMissing(path string) fs.FileInfo {
+	if text, ok := s.stillMissing(path); ok {
+		s.field("error", text)
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		s.field("error", errText(err))
+		s.rememberMissing(path, err)
+		return nil
+	}
+	s.forgetMissing(path)
+	s.addStat(fi)
 	return fi
 }
 
