@@ -23,9 +23,9 @@ import (
 // the reader goroutine; requests run concurrently, bounded by slots. What
 // requests hold on the host is bounded: an unknown method, or a request
 // beyond maxRunning+maxQueued or the byte budget, is refused on the reader
-// goroutine without keeping its frame (while that reply waits on a full
-// link, the reader reads nothing more: back-pressure, bounded by
-// linkWriteBound).
+// goroutine without keeping its frame (refuse: once maxRefusing refusals
+// wait on a full link, the reader reads nothing more: back-pressure,
+// bounded by linkWriteBound).
 func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	if req.Notif {
 		s.handleNotification(req)
@@ -33,7 +33,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	}
 	if !isBoxMethod(req.Method) {
 		s.dropped("request for an unknown method", req.Method)
-		s.replyError(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
+		s.refuse(ctx, conn, req.ID, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", clip(req.Method, maxEcho))})
 		return
 	}
 	size := int64(len(req.Method))
@@ -42,7 +42,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	}
 	if !s.admit(size) {
 		s.dropped("request over the in-flight bounds", req.Method)
-		s.replyError(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
+		s.refuse(ctx, conn, req.ID, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, fmt.Sprintf(
 			"Too many requests in flight from this sandbox (at most %d running and %d waiting, %d MiB of params); wait for some to finish",
 			maxRunning, maxQueued, s.budget>>20)))
 		return
@@ -144,6 +144,8 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 		a.add(p.Stream, p.Data)
 	case protocol.MethodImage, protocol.MethodProgress:
 		s.handleMedia(req)
+	case protocol.MethodAck:
+		s.handleAck(req.Params)
 	default:
 		s.dropped("unknown notification", req.Method)
 	}

@@ -148,6 +148,7 @@ type sandbox struct {
 	closeOnce sync.Once
 	slots     chan struct{} // bounds concurrent sandbox requests (CON-3)
 	admitted  chan struct{} // bounds running plus queued sandbox requests
+	refusing  chan struct{} // bounds refusals waiting on the link (refuse)
 	held      atomic.Int64  // params bytes of admitted requests, within budget
 	budget    int64
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
@@ -249,6 +250,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		served:   make(chan struct{}),
 		slots:    make(chan struct{}, maxRunning),
 		admitted: make(chan struct{}, maxRunning+maxQueued),
+		refusing: make(chan struct{}, maxRefusing),
 		budget:   int64(max(cfg.MaxFrame, minRequestBudget)),
 		stalled:  make(chan struct{}),
 		exited:   box.Exited(),
@@ -267,7 +269,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		defer s.wg.Done()
 		s.watchLink()
 	}()
-	boot, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": protocol.MethodBoot, "params": cfg.Boot})
+	boot, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": protocol.MethodBoot, "params": bootParams(cfg, link)})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

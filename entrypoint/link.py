@@ -7,6 +7,7 @@ and hands interrupts to on_interrupt; any thread sends. fatal and error are
 the worker's (set when it loads this module).
 """
 import contextvars
+import io
 import itertools
 import json
 import os
@@ -56,7 +57,7 @@ def error(message, **kw):
 class Link:
     """JSON-RPC over the link (a socket, or the container's stdio). Thread-safe; replies may come in any order."""
 
-    def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b""):
+    def __init__(self, rfd, wfd, max_frame, max_in_flight, pending=b"", window=0):
         self._r = rfd
         self._ahead = pending  # bytes read past the boot frame, read first
         self._wfd = wfd
@@ -71,6 +72,15 @@ class Link:
         self.exec_call = None  # the call of the last exec frame: the one an interrupt may name
         self.on_interrupt = lambda call: None  # the worker's: interrupts the main thread for call
         self.closed = False
+        # With a window (the host's boot frame asks for it when its
+        # transport buffers more than its write deadline sees), the bytes
+        # read from the link are acknowledged, cumulatively from the first
+        # byte after the boot frame, whenever a quarter window is unacked:
+        # the host writes at most a window ahead of what was read here.
+        self._ack_every = window // 4
+        self._ack_cv = threading.Condition()
+        self._consumed = len(pending)
+        self._acked = 0
 
     def _frame(self, obj):
         data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -182,8 +192,30 @@ class Link:
                 yield rest + f.readline()
         yield from iter(f.readline, b"")
 
+    def _counted(self, n):
+        with self._ack_cv:
+            self._consumed += n
+            if self._consumed - self._acked >= self._ack_every:
+                self._ack_cv.notify()
+
+    def _ack_loop(self):
+        # Its own thread: the reader never waits for the write lock, so it
+        # keeps reading while another thread writes a large frame.
+        while True:
+            with self._ack_cv:
+                while self._consumed - self._acked < self._ack_every:
+                    self._ack_cv.wait()
+                self._acked = n = self._consumed
+            self.notify("ack", {"bytes": n})
+
+    def _reader(self):
+        if self._ack_every <= 0:
+            return os.fdopen(self._r, "rb")
+        threading.Thread(target=self._ack_loop, name="link-ack", daemon=True).start()
+        return io.BufferedReader(_CountedIO(self._r, self._counted), 1 << 16)
+
     def read_loop(self):
-        with os.fdopen(self._r, "rb") as f:
+        with self._reader() as f:
             for line in self._lines(f):
                 try:
                     msg = json.loads(line)
@@ -221,6 +253,20 @@ class Link:
                 self.on_interrupt(call)
         elif method == "shutdown":
             os._exit(0)
+
+
+class _CountedIO(io.FileIO):
+    """The link's read end, telling on_read how many bytes each read got."""
+
+    def __init__(self, fd, on_read):
+        super().__init__(fd, "rb", closefd=True)
+        self._on_read = on_read
+
+    def readinto(self, b):
+        n = super().readinto(b)
+        if n:
+            self._on_read(n)
+        return n
 
 
 class _LoopWaiter:

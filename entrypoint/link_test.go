@@ -50,11 +50,16 @@ func (l *lockedBuffer) String() string {
 }
 
 // bootFrame is the boot frame line the host sends first.
-func bootFrame(t *testing.T) []byte {
+func bootFrame(t *testing.T, limits ...map[string]any) []byte {
 	t.Helper()
+	l := map[string]any{"maxFrameBytes": 1 << 20, "maxOutputBytes": 1 << 16, "maxInFlight": 32}
+	for _, more := range limits {
+		for k, v := range more {
+			l[k] = v
+		}
+	}
 	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "boot", "params": map[string]any{
-		"files": Files(), "main": Main, "version": "test",
-		"limits": map[string]any{"maxFrameBytes": 1 << 20, "maxOutputBytes": 1 << 16, "maxInFlight": 32},
+		"files": Files(), "main": Main, "version": "test", "limits": l,
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +82,12 @@ func forEachLink(t *testing.T, test func(t *testing.T, link string)) {
 // "socket") and writes the boot frame followed by extra (frames sent
 // before the ready frame); it does not wait for ready.
 func startBox(t *testing.T, link string, extra ...map[string]any) *box {
+	t.Helper()
+	return startBoxLimits(t, link, nil, extra...)
+}
+
+// startBoxLimits is startBox with limits added to the boot frame's.
+func startBoxLimits(t *testing.T, link string, limits map[string]any, extra ...map[string]any) *box {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -133,7 +144,7 @@ func startBox(t *testing.T, link string, extra ...map[string]any) *box {
 		<-b.exited
 		closeHost()
 	})
-	msg := bootFrame(t)
+	msg := bootFrame(t, limits)
 	for _, f := range extra {
 		line, _ := json.Marshal(f)
 		msg = append(append(msg, line...), '\n')

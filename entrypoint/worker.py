@@ -488,7 +488,8 @@ def main(boot, src, argv):
     limits = boot["limits"]
     link = _load_module("mcp._link", "link.py", boot["files"]["link.py"])
     link.fatal, link.error = _fatal, _mcp_error
-    LINK = link.Link(rfd, wfd, limits["maxFrameBytes"], limits.get("maxInFlight") or 32, boot.get("pendingFrames") or b"")
+    LINK = link.Link(rfd, wfd, limits["maxFrameBytes"], limits.get("maxInFlight") or 32, boot.get("pendingFrames") or b"",
+                     limits.get("linkWindow") or 0)
     LINK.on_interrupt = _interrupt
     global CAP, PUMP
     CAP = _load_module("mcp._capture", "capture.py", boot["files"]["capture.py"])

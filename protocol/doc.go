@@ -17,6 +17,10 @@
 // box → host notifications during an exec: output (a chunk of stdout or
 // stderr), image (a figure or display()ed image), progress.
 //
+// box → host at any time, only when the boot frame's limits set linkWindow
+// (a Kubernetes attach): ack AckParams (notification), the bytes of the
+// link read so far (credit.go).
+//
 // box → host requests during an exec, answered by the router through one
 // method table (actors/methods.go):
 //

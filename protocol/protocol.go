@@ -76,6 +76,9 @@ type Limits struct {
 	// ExecResult.Saved.
 	MaxImages     int `json:"maxImages"`
 	MaxImageBytes int `json:"maxImageBytes"`
+	// LinkWindow, when set, asks the sandbox to acknowledge what it reads
+	// (MethodAck), at least every quarter of this many bytes (credit.go).
+	LinkWindow int `json:"linkWindow,omitempty"`
 }
 
 // BootParams is the first line the host writes to a new sandbox.

@@ -77,7 +77,7 @@ func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, er
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &box{
 		l: l, name: name, log: log,
-		link:   &link{in: hostIn, out: outR},
+		link:   newLink(hostIn, outR),
 		stderr: &tail{max: maxLogs},
 		cancel: cancel, hungUp: make(chan struct{}), killed: make(chan struct{}), exited: make(chan struct{}),
 	}
@@ -189,7 +189,7 @@ func (b *box) Link() actors.Link { return b.link }
 // HangUp implements actors.Sandbox: EOF on the pod's stdin.
 func (b *box) HangUp() {
 	b.hangOnce.Do(func() { close(b.hungUp) })
-	b.link.in.Close()
+	b.link.closeIn()
 }
 
 // Exited implements actors.Sandbox.
@@ -248,21 +248,6 @@ func (b *box) ExitReason() string {
 	default:
 		return ""
 	}
-}
-
-// link is the host's end of the attach.
-type link struct {
-	in  net.Conn       // the pod's stdin
-	out *io.PipeReader // the pod's stdout
-}
-
-func (k *link) Read(p []byte) (int, error)         { return k.out.Read(p) }
-func (k *link) Write(p []byte) (int, error)        { return k.in.Write(p) }
-func (k *link) SetWriteDeadline(t time.Time) error { return k.in.SetWriteDeadline(t) }
-func (k *link) Close() error {
-	err := k.in.Close()
-	_ = k.out.Close()
-	return err
 }
 
 // tail keeps the last max bytes written to it.
