@@ -358,9 +358,12 @@ print('forger done')`
 		if time.Since(start) > 20*time.Second {
 			t.Errorf("forged replies (variant %d): the call took %v", i, time.Since(start))
 		}
-		// Its own real reply ends the call: the cell's last line is printed
-		// and no forged result is taken.
-		if got := text(t, r); !strings.HasSuffix(strings.TrimSpace(got), "forger done") || sc["result"] != nil {
+		// Its own real reply ends the call: the cell's last line is in its
+		// text and no forged result is taken. A forged reply that ended the
+		// call would leave "forger done" outside it. The forged output frames
+		// written to fds 1 and 2 are fd-level output, ordered by arrival
+		// (OUT-1): on a loaded machine some arrive after the print.
+		if got := text(t, r); !strings.Contains(got, "forger done") || sc["result"] != nil {
 			t.Errorf("forged replies (variant %d) answered the call: result %v, text ends %q", i, sc["result"], tail(got, 200))
 		}
 		r = b.call(map[string]any{"code": "print('alive')", "session": "forge", "timeout": 30})
