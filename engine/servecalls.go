@@ -137,37 +137,66 @@ func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics, interrupted *atomic.B
 
 // readiness is /readyz's answer: the container runtime answered its probe
 // and has the sandbox image. It is checked in the background, every few
-// seconds until it holds, so /readyz never waits on the runtime.
+// seconds until it holds and every readyRecheck after, so /readyz never
+// waits on the runtime and a runtime that stops answering (or an image
+// removed) takes the replica out of rotation again.
 type readiness struct {
-	e  *Engine
-	up atomic.Bool
+	e     *Engine
+	up    atomic.Bool
+	check func(context.Context) bool
 }
+
+// readyRetry and readyRecheck are the check's periods while not ready and
+// while ready: a runtime CLI call each, tens of milliseconds.
+const (
+	readyRetry   = 3 * time.Second
+	readyRecheck = 15 * time.Second
+)
 
 func newReadiness(e *Engine) *readiness {
 	r := &readiness{e: e}
+	r.check = r.runtimeReady
 	if e.Container == nil {
 		r.up.Store(true) // the local test backend has no runtime to wait for
+		r.check = nil
 	}
 	return r
 }
 
 func (r *readiness) ok() bool { return r.up.Load() }
 
+// run checks until ctx ends, logging each change of state once.
 func (r *readiness) run(ctx context.Context) {
-	for !r.up.Load() {
-		if r.check(ctx) {
-			r.up.Store(true)
+	if r.check == nil {
+		return
+	}
+	for {
+		ok := r.check(ctx)
+		if ctx.Err() != nil {
 			return
 		}
+		if was := r.up.Swap(ok); was != ok {
+			if ok {
+				r.e.Log.Info().Msg("ready: the container runtime answers and has the sandbox image")
+			} else if was {
+				r.e.Log.Warn().Msg("not ready: the container runtime stopped answering or lost the sandbox image; /readyz answers 503 (bridge doctor names the fix)")
+			}
+		}
+		wait := readyRetry
+		if ok {
+			wait = readyRecheck
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(3 * time.Second):
+		case <-t.C:
 		}
 	}
 }
 
-func (r *readiness) check(ctx context.Context) bool {
+func (r *readiness) runtimeReady(ctx context.Context) bool {
 	l := r.e.Container
 	if f := l.Facts(); f.Err != nil {
 		return false

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -98,4 +99,45 @@ func TestServeSkipsProjectConfig(t *testing.T) {
 			t.Errorf("Serving=%v: reads project files = %v, want %v", serving, got, !serving)
 		}
 	}
+}
+
+// TestReadinessRechecks: /readyz turns ready once the runtime answers, and
+// back to not ready when a later check fails (a runtime that stopped, an
+// image removed), each change logged once.
+func TestReadinessRechecks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs strings.Builder
+		answers := []bool{false, true, true, false, true}
+		var calls int
+		r := &readiness{e: &Engine{Log: zerolog.New(&logs)}}
+		r.check = func(context.Context) bool {
+			ok := answers[min(calls, len(answers)-1)]
+			calls++
+			return ok
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.run(ctx); close(done) }()
+		var got []bool
+		for range answers {
+			synctest.Wait()
+			got = append(got, r.ok())
+			if r.ok() {
+				time.Sleep(readyRecheck)
+			} else {
+				time.Sleep(readyRetry)
+			}
+		}
+		cancel()
+		<-done
+		if want := answers; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ready after each check: got %v, want %v", got, want)
+		}
+		if n := strings.Count(logs.String(), "not ready:"); n != 1 {
+			t.Errorf("%d 'not ready' lines, want 1:\n%s", n, logs.String())
+		}
+		if n := strings.Count(logs.String(), `"ready: `); n != 2 {
+			t.Errorf("%d 'ready' lines, want 2:\n%s", n, logs.String())
+		}
+	})
 }
