@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -36,68 +37,10 @@ type benchReport struct {
 // grows with the catalog, and every figure is a finite value with a
 // baseline and at least one sample. No timing is asserted.
 func TestBenchQuick(t *testing.T) {
-	requirePodman(t)
-	if testRuntime() == "local" {
-		t.Skip("bridge bench measures containers; BRIDGE_TEST_RUNTIME=local has none")
-	}
-	out := t.TempDir()
-	extra := map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}
-	if d := os.Getenv("BRIDGE_TEST_NPM_DIR"); d != "" {
-		extra["BRIDGE_TEST_NPM_DIR"] = d
-	} else if home, err := os.UserHomeDir(); err == nil {
-		extra["BRIDGE_TEST_NPM_DIR"] = filepath.Join(home, ".cache", "bridge-npm")
-	}
-	cmd := exec.Command(bridgeBin, "bench", "--quick", "--out", out)
-	cmd.Env = baseEnv(t, extra)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	stdout, err := cmd.Output()
-	t.Logf("bridge bench --quick took %s; stderr:\n%s", time.Since(start).Round(time.Second), tail(stderr.String(), 4000))
-	if err != nil {
-		t.Fatalf("bridge bench --quick: %v\nstdout:\n%s", err, stdout)
-	}
-
-	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatalf("bench.json: %v\n%s", err, data)
-	}
-	md, err := os.ReadFile(filepath.Join(out, "bench.md"))
-	if err != nil || !strings.Contains(string(md), "| Figure |") {
-		t.Errorf("bench.md has no table (%v):\n%s", err, md)
-	}
-	if rep.Mode != "quick" || rep.Machine == "" {
-		t.Errorf("mode %q, machine %q", rep.Mode, rep.Machine)
-	}
-
-	figs := map[string]float64{}
-	bases := map[string]float64{}
-	for _, f := range rep.Figures {
-		if f.Samples < 1 || !finite(f.Value) || !finite(f.BaseVal) || !finite(f.Ratio) || f.Baseline == "" {
-			t.Errorf("figure %s (%s): value %v, baseline %q %v, ratio %v, samples %d",
-				f.ID, f.Name, f.Value, f.Baseline, f.BaseVal, f.Ratio, f.Samples)
-		}
-		if _, dup := figs[f.ID]; dup || f.ID == "" {
-			t.Errorf("figure id %q is empty or repeated", f.ID)
-		}
-		figs[f.ID], bases[f.ID] = f.Value, f.BaseVal
-	}
-	for _, s := range rep.Skipped {
-		if s.Reason == "" {
-			t.Errorf("skipped figure %s has no reason", s.ID)
-		}
-	}
+	figs, bases := runBenchQuick(t)
 	need := func(id string) float64 {
 		t.Helper()
-		v, ok := figs[id]
-		if !ok {
-			t.Fatalf("bench.json has no figure %s", id)
-		}
-		return v
+		return needFigure(t, figs, id)
 	}
 
 	// The tool entry does not grow with the proxied catalog (o200k).
@@ -151,4 +94,99 @@ func TestBenchQuick(t *testing.T) {
 	}
 }
 
+// TestBenchHTTPQuick runs `bridge bench --quick --http` (bridge serve with
+// 1, 10 and 50 clients, each its own principal, and the fairness flood):
+// it completes and every figure of the group is there and finite. No timing
+// is asserted; the RSS figures must be positive.
+func TestBenchHTTPQuick(t *testing.T) {
+	figs, _ := runBenchQuick(t, "--http")
+	for _, n := range []int{1, 10, 50} {
+		for _, f := range []string{"p50", "p95", "throughput"} {
+			if v := needFigure(t, figs, fmt.Sprintf("http.clients%d.%s", n, f)); v <= 0 {
+				t.Errorf("http.clients%d.%s = %v, want > 0", n, f, v)
+			}
+		}
+	}
+	if v := needFigure(t, figs, "http.rss"); v <= 0 {
+		t.Errorf("http.rss = %v MiB, want > 0", v)
+	}
+	for _, id := range []string{"http.rss.per_session", "http.fairness.p95", "http.fairness.flood_rate", "http.fairness.cpu.p50"} {
+		needFigure(t, figs, id)
+	}
+}
+
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// runBenchQuick runs `bridge bench --quick` with args and checks what
+// holds for every figure: a finite value with a baseline and at least one
+// sample, a unique id, a reason for each skipped one. It returns the
+// figures' values and baselines by id.
+func runBenchQuick(t *testing.T, args ...string) (figs, bases map[string]float64) {
+	t.Helper()
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Skip("bridge bench measures containers; BRIDGE_TEST_RUNTIME=local has none")
+	}
+	out := t.TempDir()
+	extra := map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"}
+	if d := os.Getenv("BRIDGE_TEST_NPM_DIR"); d != "" {
+		extra["BRIDGE_TEST_NPM_DIR"] = d
+	} else if home, err := os.UserHomeDir(); err == nil {
+		extra["BRIDGE_TEST_NPM_DIR"] = filepath.Join(home, ".cache", "bridge-npm")
+	}
+	cmd := exec.Command(bridgeBin, append([]string{"bench", "--quick", "--out", out}, args...)...)
+	cmd.Env = baseEnv(t, extra)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	stdout, err := cmd.Output()
+	t.Logf("bridge bench --quick %s took %s; stderr:\n%s", strings.Join(args, " "), time.Since(start).Round(time.Second), tail(stderr.String(), 4000))
+	if err != nil {
+		t.Fatalf("bridge bench --quick: %v\nstdout:\n%s", err, stdout)
+	}
+
+	data, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("bench.json: %v\n%s", err, data)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "bench.md"))
+	if err != nil || !strings.Contains(string(md), "| Figure |") {
+		t.Errorf("bench.md has no table (%v):\n%s", err, md)
+	}
+	if rep.Mode != "quick" || rep.Machine == "" {
+		t.Errorf("mode %q, machine %q", rep.Mode, rep.Machine)
+	}
+
+	figs = map[string]float64{}
+	bases = map[string]float64{}
+	for _, f := range rep.Figures {
+		if f.Samples < 1 || !finite(f.Value) || !finite(f.BaseVal) || !finite(f.Ratio) || f.Baseline == "" {
+			t.Errorf("figure %s (%s): value %v, baseline %q %v, ratio %v, samples %d",
+				f.ID, f.Name, f.Value, f.Baseline, f.BaseVal, f.Ratio, f.Samples)
+		}
+		if _, dup := figs[f.ID]; dup || f.ID == "" {
+			t.Errorf("figure id %q is empty or repeated", f.ID)
+		}
+		figs[f.ID], bases[f.ID] = f.Value, f.BaseVal
+	}
+	for _, s := range rep.Skipped {
+		if s.Reason == "" {
+			t.Errorf("skipped figure %s has no reason", s.ID)
+		}
+	}
+	return figs, bases
+}
+
+// needFigure is the value of figure id; a missing one fails the test.
+func needFigure(t *testing.T, figs map[string]float64, id string) float64 {
+	t.Helper()
+	v, ok := figs[id]
+	if !ok {
+		t.Fatalf("bench.json has no figure %s", id)
+	}
+	return v
+}
