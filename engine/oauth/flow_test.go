@@ -177,6 +177,27 @@ func TestSignInAttemptsCapped(t *testing.T) {
 	}
 }
 
+// TestSignInUnansweredNotCounted: sign-ins that got no token (the link
+// never followed, until the timeout) do not use up the attempts: after
+// more than MaxAttempts of them, a followed link still signs in.
+func TestSignInUnansweredNotCounted(t *testing.T) {
+	f := newFakeAuth(t, "read")
+	tr := newTestTransport(t, f, &Interaction{Out: io.Discard, Timeout: 50 * time.Millisecond})
+	base := tr.Base.(*http.Transport)
+	tr.UI.Open = func(string) error { return nil } // nobody follows it
+	for i := range MaxAttempts + 1 {
+		_, err := post(t, tr, `{}`)
+		if err == nil || strings.Contains(err.Error(), "still refused") {
+			t.Fatalf("unanswered sign-in %d: err = %v, want the sign-in's own timeout", i+1, err)
+		}
+	}
+	tr.UI.Timeout = 10 * time.Second
+	tr.UI.Open = browser(base)
+	if _, err := post(t, tr, `{}`); err != nil {
+		t.Fatalf("a followed link after %d unanswered ones: %v", MaxAttempts+1, err)
+	}
+}
+
 func TestSignInPastedRedirect(t *testing.T) {
 	f := newFakeAuth(t, "read")
 	outR, outW := io.Pipe()

@@ -82,9 +82,10 @@ type Transport struct {
 
 	mu       sync.Mutex // one sign-in at a time
 	signedIn bool
-	// streak counts sign-ins since one last satisfied the server: at most
-	// MaxAttempts, so a server that keeps asking for scope cannot loop the
-	// user through the browser, whichever requests meet its challenges.
+	// streak counts sign-ins that got a token since one last satisfied the
+	// server: at most MaxAttempts, so a server that keeps asking for scope
+	// cannot loop the user through the browser, whichever requests meet its
+	// challenges.
 	streak int
 	// Attempts counts authorizations this transport started.
 	Attempts int
@@ -249,6 +250,11 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 	s := &signIn{server: t.Server, url: t.URL, cfg: t.Config, store: t.Store, hc: t.aux(), ui: t.UI, ch: challenge{ResourceMetadata: ch.ResourceMetadata, Scope: scope},
 		scope: t.Scope, now: t.now}
 	if _, err := s.run(ctx); err != nil {
+		// A sign-in that got no token (declined, timed out, a refused
+		// registration) did not loop the user through anything the server
+		// asked for again; counting it would lock this server's sign-in
+		// for the rest of a long bridge run after a few unanswered links.
+		t.streak--
 		return err
 	}
 	t.signedIn = true
