@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bridge-mcp/bridge/engine/oauth"
 )
 
 func TestAuthUsage(t *testing.T) {
@@ -44,5 +47,61 @@ func TestAuthUsage(t *testing.T) {
 		if code != c.code || !strings.HasPrefix(out.String(), c.out) || !strings.HasPrefix(errb.String(), c.errLine) || strings.Count(errb.String(), "\n") > 1 {
 			t.Errorf("Run(%q) = %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out.String(), errb.String(), c.code, c.out, c.errLine)
 		}
+	}
+}
+
+// TestAuthStatusAndLogout: with tokens stored for two servers, status
+// shows each one signed in (never a token), logout removes the named
+// server's tokens only, and status then says it is not signed in.
+func TestAuthStatusAndLogout(t *testing.T) {
+	home := t.TempDir()
+	cfgDir := filepath.Join(home, "MCPs")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"mcpServers":{"remote":{"type":"http","url":"https://mcp.example.com/mcp"},"other":{"type":"http","url":"https://other.example.com/mcp"}}}`
+	if err := os.WriteFile(filepath.Join(cfgDir, "s.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(home, "state")
+	env := map[string]string{"HOME": home, "MCP_BRIDGE_CONFIG_DIR": cfgDir, "MCP_BRIDGE_STATE_DIR": state,
+		"MCP_BRIDGE_CONFIG_SOURCES": "mcps"}
+	store := oauth.NewStore(state)
+	until := time.Now().Add(time.Hour)
+	for _, r := range []*oauth.Record{
+		{Server: "remote", Resource: "https://mcp.example.com/mcp", AccessToken: "secret-remote", RefreshToken: "r1", Scope: "read", ExpiresAt: until},
+		{Server: "other", Resource: "https://other.example.com/mcp", AccessToken: "secret-other", ExpiresAt: until},
+	} {
+		if err := store.Save(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}
+		if code := m.Run(context.Background(), args); code != 0 || errb.Len() > 0 {
+			t.Fatalf("Run(%q) = %d, stderr %q", args, code, errb.String())
+		}
+		if strings.Contains(out.String(), "secret-") {
+			t.Errorf("Run(%q) printed a token: %q", args, out.String())
+		}
+		return out.String()
+	}
+	got := run("auth", "status")
+	for _, want := range []string{"remote: signed in (scope read, until ", ", refreshed automatically)", "other: signed in (until "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status = %q, want it to contain %q", got, want)
+		}
+	}
+	if got, want := run("auth", "logout", "remote"), "remote: signed out (tokens removed)\n"; got != want {
+		t.Errorf("logout = %q, want %q", got, want)
+	}
+	got = run("auth", "status")
+	if !strings.Contains(got, "remote: not signed in") || !strings.Contains(got, "other: signed in") {
+		t.Errorf("status after logout = %q, want remote not signed in and other still signed in", got)
+	}
+	if rec, err := store.Load("other", "https://other.example.com/mcp"); err != nil || rec == nil || rec.AccessToken != "secret-other" {
+		t.Errorf("other's tokens after logging out remote: %v, %v", rec, err)
 	}
 }
