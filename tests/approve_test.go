@@ -145,6 +145,23 @@ func TestApprovalMemory(t *testing.T) {
 			t.Errorf("%s: the graph is not empty after a refused create: %s", tc.name, got)
 		}
 	}
+	// The gate is on every path upstream: runtime.call_tool, and a saved
+	// tool (loaded fresh after a reset) that calls the proxy.
+	h.set(decide("deny", 0))
+	b.mustOK("async def make_entity(name):\n    return await mcp_memory.create_entities(entities=[{'name': name, 'entityType': 't', 'observations': []}])\nsave_tool(make_entity)\nruntime.reset()", "memory")
+	for name, code := range map[string]string{
+		"call_tool":  "await runtime.call_tool('memory', 'create_entities', {'entities': [{'name': 'ent_raw', 'entityType': 't', 'observations': []}]})",
+		"saved tool": "await make_entity('ent_saved')",
+	} {
+		got := b.mustOK("try:\n    "+code+"\n    print('created')\nexcept MCPError as e:\n    print('refused:', e.kind)", "memory")
+		// The first cell after the reset also notes the saved tool it loaded.
+		if !strings.HasPrefix(got, "refused: denied") || strings.Contains(got, "created") {
+			t.Errorf("%s under deny: %q, want refused: denied", name, got)
+		}
+	}
+	if got := b.mustOK("print(sorted(x['name'] for x in (await mcp_memory.read_graph())['entities']))", "memory"); got != "[]" {
+		t.Errorf("entities after the denied calls: %s, want none", got)
+	}
 	if data, _ := os.ReadFile(mem); strings.Contains(string(data), "ent_") {
 		t.Errorf("the memory file holds a refused entity: %s", data)
 	}

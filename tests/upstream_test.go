@@ -136,6 +136,26 @@ func TestUpstreamCancelCallTimeout(t *testing.T) {
 	checkCancelled(t, log, 1, "MCP_BRIDGE_CALL_TIMEOUT")
 }
 
+// TestUpstreamCancelSessionEnd: a job's inner call still in flight when
+// its session ends (runtime.reset() replaces the container after the call)
+// is cancelled upstream with the session's end as the reason.
+func TestUpstreamCancelSessionEnd(t *testing.T) {
+	requirePodman(t)
+	log := filepath.Join(t.TempDir(), "cancelled.jsonl")
+	b := startBridge(t, withServers(t, map[string]any{"slow": fake("--cancel-log", log)}, nil))
+	b.mustOK("await mcp_slow.add(1, 1)", "slow")
+	b.mustOK("async def long():\n    return await mcp_slow.sleep(30)\nj = runtime.start(long())\nimport time\ntime.sleep(1)", "slow")
+	// The job's sleep is in flight upstream; nothing cancelled it yet.
+	if got := cancelLog(t, log, 0); len(got) != 0 {
+		t.Fatalf("cancelled before the session ended: %v", got)
+	}
+	b.mustOK("runtime.reset()")
+	checkCancelled(t, log, 1, "the session ended")
+	if got := b.mustOK("await mcp_slow.add(1, 1)", "slow"); got != "{'sum': 2}" {
+		t.Errorf("after the reset: %s", got)
+	}
+}
+
 // TestUpstreamCancelCellEnd: an inner call abandoned because its cell
 // timed out, or because the client cancelled the run_python call, is
 // cancelled upstream; the session stays usable.
