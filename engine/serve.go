@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,9 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	e.router.StoreFor = e.principalStores()
 	e.router.OnProxied = metrics.Proxied
 	e.sessions.PerPrincipal = e.Env.MaxSessionsPerPrincipal
-	gate := newCallGate(e.Env.MaxCallsPerPrincipal)
+	// Principals share the bridge by calls in flight from half a call per
+	// core on: each call keeps the bridge and its sandbox busy in turn.
+	gate := newCallGate(e.Env.MaxCallsPerPrincipal, runtime.GOMAXPROCS(0)/2)
 
 	fcfg := e.frontConfig(hlog)
 	fcfg.Render = e.Render // httpRun adds the limits warning per (principal, session)

@@ -60,40 +60,6 @@ func (e *Engine) principalStores() func(string) actors.Store {
 	}
 }
 
-// callGate caps the calls of each principal running at once; the rest
-// wait in arrival order (a channel's waiters), each within its own
-// deadline.
-type callGate struct {
-	max   int
-	mu    sync.Mutex
-	slots map[string]chan struct{}
-}
-
-func newCallGate(max int) *callGate {
-	return &callGate{max: max, slots: map[string]chan struct{}{}}
-}
-
-// acquire takes a slot of principal by deadline; release gives it back.
-func (g *callGate) acquire(ctx context.Context, principal string, deadline time.Time) (release func(), err error) {
-	g.mu.Lock()
-	ch, ok := g.slots[principal]
-	if !ok {
-		ch = make(chan struct{}, g.max)
-		g.slots[principal] = ch
-	}
-	g.mu.Unlock()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-t.C:
-		return nil, context.DeadlineExceeded
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // httpRun runs one call of bridge serve: validation, the principal's call
 // slot (waiting counts against the call's own timeout), the call, then one
 // access log line and the metrics. Code and arguments are never logged.

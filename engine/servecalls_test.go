@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,7 +17,7 @@ import (
 // within its own deadline; another principal's calls never wait on them.
 func TestCallGate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newCallGate(1)
+		g := newCallGate(1, 1)
 		ctx := context.Background()
 		now := time.Now()
 		release, err := g.acquire(ctx, "alice", now.Add(time.Minute))
@@ -138,6 +139,128 @@ func TestReadinessRechecks(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), `"ready: `); n != 2 {
 			t.Errorf("%d 'ready' lines, want 2:\n%s", n, logs.String())
+		}
+	})
+}
+
+// TestCallGateShares: alone, a principal runs up to its cap; while another
+// principal works (a call in flight, or one ended less than the linger
+// ago), its extra calls wait until it has fewer in flight than the other,
+// and the other's first call never waits on it.
+func TestCallGateShares(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCallGate(4, 1)
+		ctx := context.Background()
+		far := time.Now().Add(time.Hour)
+		var flood []func()
+		for i := range 2 {
+			r, err := g.acquire(ctx, "flood", far)
+			if err != nil {
+				t.Fatalf("flood call %d alone: %v", i, err)
+			}
+			flood = append(flood, r)
+		}
+		// The probe's first call starts at once, whatever the flood runs.
+		probe, err := g.acquire(ctx, "probe", time.Now().Add(time.Millisecond))
+		if err != nil {
+			t.Fatalf("probe's first call waited on the flood: %v", err)
+		}
+		// The flood's next call waits while the probe works...
+		started := make(chan time.Time, 1)
+		go func() {
+			r, err := g.acquire(ctx, "flood", far)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			flood = append(flood, r)
+			started <- time.Now()
+		}()
+		// ...even after one of its own ends: it still has as many in
+		// flight as the probe.
+		flood[0]()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if len(started) != 0 {
+			t.Fatal("the flood started a second call beside the probe's one")
+		}
+		flood[1]()
+		synctest.Wait()
+		select {
+		case <-started: // 0 in flight: its next call goes at once
+		default:
+			t.Fatal("the flood's call waited with none of its own in flight")
+		}
+		// The next extra call waits out the probe's linger once the probe
+		// is done.
+		go func() {
+			r, err := g.acquire(ctx, "flood", far)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			flood = append(flood, r)
+			started <- time.Now()
+		}()
+		synctest.Wait()
+		end := time.Now()
+		probe()
+		if got, want := (<-started).Sub(end), gateLinger; got != want {
+			t.Errorf("the flood's extra call started %v after the probe's end, want its linger %v", got, want)
+		}
+		// Alone again: up to the cap, then no more.
+		for range 2 {
+			r, err := g.acquire(ctx, "flood", far)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flood = append(flood, r)
+		}
+		if _, err := g.acquire(ctx, "flood", time.Now().Add(time.Second)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a fifth call past the cap of 4: %v, want a deadline error", err)
+		}
+		for _, r := range flood[2:] {
+			r()
+		}
+	})
+}
+
+// TestCallGateOrder: a principal's waiting calls start in arrival order,
+// and one that gives up leaves the queue without blocking the rest.
+func TestCallGateOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCallGate(1, 1)
+		ctx := context.Background()
+		first, err := g.acquire(ctx, "alice", time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 4 {
+			deadline := time.Now().Add(time.Hour)
+			if i == 1 {
+				deadline = time.Now().Add(time.Second) // gives up
+			}
+			wg.Go(func() {
+				r, err := g.acquire(ctx, "alice", deadline)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				r()
+			})
+			synctest.Wait() // queued in this order
+		}
+		time.Sleep(2 * time.Second)
+		first()
+		wg.Wait()
+		if got, want := fmt.Sprint(order), "[0 2 3]"; got != want {
+			t.Errorf("start order %s, want %s", got, want)
 		}
 	})
 }
