@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -145,6 +146,10 @@ func TestServeTeam(t *testing.T) {
 		if code, _, _ := s.raw("GET", "/metrics", "", nil); code != http.StatusUnauthorized {
 			t.Errorf("/metrics without a token: %d, want 401", code)
 		}
+		// A call that fails counts as an error and is logged like any other.
+		if r := callHTTP(t, bob, map[string]any{"code": "raise ValueError('obs-failure')", "session": "errs"}); !r.IsError {
+			t.Fatalf("a raising cell: isError false")
+		}
 		// The session gauges are refreshed every 2 s.
 		var code int
 		var body string
@@ -155,14 +160,31 @@ func TestServeTeam(t *testing.T) {
 			}
 		}
 		for _, want := range []string{`bridge_calls_total{principal="alice",status="success"}`, `bridge_call_duration_seconds_bucket{principal="bob"`,
-			`bridge_live_sessions{principal="alice"} 2`, `bridge_calls_total{principal="bob",status="success"} 2`} {
+			`bridge_live_sessions{principal="alice"} 2`, `bridge_calls_total{principal="bob",status="success"} 2`,
+			`bridge_call_errors_total{principal="bob",status="error"} 1`} {
 			if code != 200 || !strings.Contains(body, want) {
 				t.Errorf("/metrics: %d, missing %s", code, want)
 			}
 		}
 		logs := s.stderr.String()
-		if !strings.Contains(logs, `"principal":"bob","session":"default"`) || !strings.Contains(logs, `"message":"call"`) {
-			t.Errorf("no access log line for bob's call")
+		// One access line per call, with its principal, session, duration
+		// and status.
+		var bobCalls, bobErrors int
+		for _, line := range strings.Split(logs, "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil || m["message"] != "call" || m["principal"] != "bob" {
+				continue
+			}
+			if _, ok := m["duration"].(float64); !ok {
+				t.Errorf("access line without a duration: %s", line)
+			}
+			bobCalls++
+			if m["status"] == "error" && m["session"] == "errs" {
+				bobErrors++
+			}
+		}
+		if bobCalls != 3 || bobErrors != 1 {
+			t.Errorf("bob's access lines: %d (%d errors), want 3 (1 error), one per call:\n%s", bobCalls, bobErrors, logs)
 		}
 		if strings.Contains(logs, "alice-value") || strings.Contains(logs, "save_memory") {
 			t.Errorf("code or values were logged at info")
