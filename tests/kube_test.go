@@ -115,6 +115,9 @@ func TestKubeChaosKillBridge(t *testing.T) {
 	_ = b1.cmd.Wait()
 	b1.closed = true // its pods are this test's to check
 	_ = b1.c.Close()
+	// Before any bridge sweeps: the attached pod's stdin closed with the
+	// attach (stdinOnce), so its sandbox ends at once.
+	waitNoSandboxes(t, pid, 5*time.Second, "after the bridge's SIGKILL")
 	b2 := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
 	started := time.Now()
 	expiry := killed.Add(15 * time.Second)
