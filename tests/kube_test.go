@@ -247,3 +247,30 @@ func TestKubeWarmPool(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeConcurrentBridges: two live bridges in one namespace each sweep
+// (at start and every 10 s) without touching the other's pods: after more
+// than a sweep period, both sessions keep their state in their own pods.
+func TestKubeConcurrentBridges(t *testing.T) {
+	k := requireKubeRuntime(t)
+	a := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	a.mustOK("x = 'a'")
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	b.mustOK("x = 'b'")
+	before := map[int][]string{a.cmd.Process.Pid: k.bridgePods(t, a.cmd.Process.Pid), b.cmd.Process.Pid: k.bridgePods(t, b.cmd.Process.Pid)}
+	time.Sleep(12 * time.Second) // past one sweep of each
+	if got := a.mustOK("print(x)"); got != "a" {
+		t.Errorf("the first bridge's session after the second's sweeps: %q, want a", got)
+	}
+	if got := b.mustOK("print(x)"); got != "b" {
+		t.Errorf("the second bridge's session after the first's sweeps: %q, want b", got)
+	}
+	for pid, pods := range before {
+		now := k.bridgePods(t, pid)
+		for _, p := range pods {
+			if !slices.Contains(now, p) {
+				t.Errorf("bridge %d's pod %s was removed while it ran (pods now %v)", pid, p, now)
+			}
+		}
+	}
+}
