@@ -41,6 +41,11 @@ func connect(namespace string) (*clients, error) {
 	if namespace == "" {
 		namespace = ns
 	}
+	return clientsFor(cfg, namespace)
+}
+
+// clientsFor returns the REST clients of cfg, in namespace.
+func clientsFor(cfg *rest.Config, namespace string) (*clients, error) {
 	sch := runtime.NewScheme()
 	if err := corev1.AddToScheme(sch); err != nil {
 		return nil, err
