@@ -77,7 +77,8 @@ func TestSettle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := &box{l: New(Config{Owner: "o"}, 0, zerolog.Nop()), name: "bridge-x", killed: make(chan struct{})}
+			// Not New: it routes klog once per process, which TestRouteKlog checks.
+			b := &box{l: &Launcher{log: zerolog.Nop()}, name: "bridge-x", killed: make(chan struct{})}
 			b.settle(c, errors.New("stream reset"), false)
 			if b.exitCode != tt.code || !strings.Contains(b.reason, tt.reason) || (tt.reason == "" && b.reason != "") || strings.Contains(b.reason, "\n") {
 				t.Errorf("exit %d, reason %q; want %d and one line with %q", b.exitCode, b.reason, tt.code, tt.reason)
