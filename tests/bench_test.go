@@ -110,7 +110,7 @@ func TestBenchHTTPQuick(t *testing.T) {
 	if v := needFigure(t, figs, "http.rss"); v <= 0 {
 		t.Errorf("http.rss = %v MiB, want > 0", v)
 	}
-	for _, id := range []string{"http.rss.per_session", "http.fairness.p95", "http.fairness.flood_rate", "http.fairness.cpu.p50"} {
+	for _, id := range []string{"http.floor.p50", "http.warm.floor", "http.rss.per_session", "http.fairness.p95", "http.fairness.flood_rate", "http.fairness.cpu.p50"} {
 		needFigure(t, figs, id)
 	}
 }

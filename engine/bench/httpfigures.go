@@ -71,6 +71,28 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 			Value: tput, Unit: "calls/s", Baseline: "1 client", BaseVal: tputOne, Samples: len(lat)}, true)
 	}
 
+	// The floors of one call over bridge serve: the loopback HTTP round
+	// trip it rides on, plus the sandbox link's own (the socket where the
+	// runtime passes one, else the stdio pipe), measured now.
+	hf, err := httpFloor(ctx, max(per, 100))
+	if err != nil {
+		return err
+	}
+	link, linkName := socketFloor, "socket"
+	if o.SocketArgv == nil {
+		link, linkName = pipeFloor, "stdio pipe"
+	}
+	lf, err := link(ctx, o, max(per, 100))
+	if err != nil {
+		return err
+	}
+	h50, l50 := ms(pct(hf, 50)), ms(pct(lf, 50))
+	r.add(Figure{ID: "http.floor.p50", Name: "loopback HTTP/1.1 round trip of a short JSON POST to an echoing Go server (keep-alive), p50",
+		Value: h50, Unit: "ms", Baseline: "HTTP, 1 client, warm print(1), p50", BaseVal: p50one, RatioIs: Faster, Samples: len(hf)}, true)
+	r.add(Figure{ID: "http.warm.floor", Name: "HTTP, 1 client, warm print(1) p50 against its floor (loopback HTTP round trip + the " + linkName + " link round trip)",
+		Value: p50one, Unit: "ms", Baseline: "loopback HTTP round trip + " + linkName + " round trip into a container, p50s", BaseVal: h50 + l50,
+		Samples: len(hf), Target: "<= 2.5x baseline"}, p50one <= 2.5*(h50+l50))
+
 	// RSS with every client's session live against one.
 	rssAll, err := steadyRSS(pid, 5)
 	if err != nil {

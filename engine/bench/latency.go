@@ -53,7 +53,7 @@ func latencyFigures(ctx context.Context, o Options, r *Report) error {
 		w50 <= 5 && base/w50 >= 25)
 	r.add(Figure{ID: "latency.warm.floor", Name: "warm run_python print(1) p50 against the stdio pipe floor", Value: w50, Unit: "ms",
 		Baseline: "stdio pipe round trip into a container, p50", BaseVal: f50, Samples: len(warm),
-		Target: "<= 4x baseline"}, w50 <= 4*f50)
+		Target: "<= 2.5x baseline"}, w50 <= 2.5*f50)
 	if o.SocketArgv != nil {
 		sock, err := socketFloor(ctx, o, o.Samples)
 		if err != nil {
