@@ -3,56 +3,83 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
 
 // callGate admits the calls of bridge serve: at most max of a principal's
 // calls run at once (MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL), and when the
-// bridge is busy the principals share it by calls in flight.
+// bridge is busy the principals share it by their short calls in flight.
 //
 // Invariants:
-//   - A principal's first call in flight never waits on another principal.
-//   - While fewer than share calls run in all, nobody waits but on max.
-//   - From share on, a principal with k calls in flight starts another only
-//     when every other active principal has more than k: a flood of loops
-//     from one principal runs one at a time while another principal works,
-//     instead of taking the cores its calls wait on.
-//   - A principal is active while it has a call in flight and for linger
-//     after its last one ended, so a client that sends its calls back to
-//     back stays active across the gaps between them.
+//   - A principal's first call in flight never waits on another principal,
+//     nor does any call of a principal whose calls in flight all started
+//     more than young ago.
+//   - While fewer than share young calls run in all, nobody waits but on
+//     max.
+//   - From share on, a principal with k young calls in flight starts
+//     another only when every other active principal has more than k: a
+//     flood of short loops from one principal runs one at a time while
+//     another principal works, instead of taking the cores the other's
+//     calls wait on.
+//   - A principal is active while it has a young call in flight and for
+//     linger after a call of its ended, so a client that sends its calls
+//     back to back stays active across the gaps between them. A long call
+//     (a cell that sleeps, waits on a human or computes for seconds) stops
+//     counting once it is older than young: its CPU is weighed by the
+//     sandboxes' CPU weights, and holding back everyone else's calls for
+//     its whole length would serialize them for nothing.
 //   - A principal's waiting calls start in arrival order, each within its
 //     own deadline; one that gives up leaves the queue at once.
 type callGate struct {
 	max    int
 	share  int
 	linger time.Duration
+	young  time.Duration
 
 	mu      sync.Mutex
 	tickets uint64
-	total   int
 	loads   map[string]*principalLoad
 	changed chan struct{} // closed and replaced whenever an answer may change
 }
 
-// principalLoad is one principal's calls: in flight, waiting in order, and
-// when its last call ended.
+// principalLoad is one principal's calls: in flight (their start times),
+// waiting in order, and when its last call ended.
 type principalLoad struct {
-	inflight int
-	waiting  []uint64 // tickets, in arrival order
-	lastEnd  time.Time
+	starts  []time.Time
+	waiting []uint64 // tickets, in arrival order
+	lastEnd time.Time
 }
 
-// gateLinger is how long a principal stays active after its last call: a
-// client's next call follows its previous one within a few milliseconds
-// when it runs them in a loop.
-const gateLinger = 20 * time.Millisecond
+// youngAt is how many of l's calls in flight started less than young
+// before now, and when the next of them grows old (zero: none).
+func (l *principalLoad) youngAt(now time.Time, young time.Duration) (n int, next time.Time) {
+	for _, s := range l.starts {
+		if old := s.Add(young); now.Before(old) {
+			n++
+			if next.IsZero() || old.Before(next) {
+				next = old
+			}
+		}
+	}
+	return n, next
+}
 
-// newCallGate caps each principal at perPrincipal calls in flight; from share calls
-// in flight in all, principals share by calls in flight.
+const (
+	// gateLinger is how long a principal stays active after a call: a
+	// client's next call follows its previous one within a few
+	// milliseconds when it runs them in a loop.
+	gateLinger = 20 * time.Millisecond
+	// gateYoung is how long a call in flight counts toward sharing.
+	gateYoung = 2 * time.Second
+)
+
+// newCallGate caps each principal at perPrincipal calls in flight; from
+// share young calls in flight in all, principals share by them.
 func newCallGate(perPrincipal, share int) *callGate {
-	return &callGate{max: perPrincipal, share: max(1, share), linger: gateLinger, loads: map[string]*principalLoad{},
-		changed: make(chan struct{})}
+	return &callGate{max: perPrincipal, share: max(1, share), linger: gateLinger, young: gateYoung,
+		loads: map[string]*principalLoad{}, changed: make(chan struct{})}
 }
 
 // acquire waits for principal's turn until deadline or ctx's end; release
@@ -73,15 +100,15 @@ func (g *callGate) acquire(ctx context.Context, principal string, deadline time.
 	defer t.Stop()
 	for {
 		g.mu.Lock()
-		ok, recheck := g.admit(principal, l, ticket, time.Now())
+		now := time.Now()
+		ok, recheck := g.admit(principal, l, ticket, now)
 		if ok {
 			l.waiting = l.waiting[1:]
-			l.inflight++
-			g.total++
+			l.starts = append(l.starts, now)
 			g.broadcast() // the next in l's queue may go too
 			g.mu.Unlock()
 			var once sync.Once
-			return func() { once.Do(func() { g.release(l) }) }, nil
+			return func() { once.Do(func() { g.release(l, now) }) }, nil
 		}
 		changed := g.changed
 		g.mu.Unlock()
@@ -105,11 +132,8 @@ func (g *callGate) acquire(ctx context.Context, principal string, deadline time.
 		}
 		if err != nil {
 			g.mu.Lock()
-			for i, w := range l.waiting {
-				if w == ticket {
-					l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
-					break
-				}
+			if i := slices.Index(l.waiting, ticket); i >= 0 {
+				l.waiting = slices.Delete(l.waiting, i, i+1)
 			}
 			g.broadcast()
 			g.mu.Unlock()
@@ -119,44 +143,51 @@ func (g *callGate) acquire(ctx context.Context, principal string, deadline time.
 }
 
 // admit reports whether ticket of principal p (load l) may start now and,
-// when not, the time a linger ends that may change the answer (zero:
-// only a call's start or end will). g.mu is held.
+// when not, the earliest time a linger ends or a call grows old, which may
+// change the answer (zero: only a call's start or end will). g.mu is held.
 func (g *callGate) admit(p string, l *principalLoad, ticket uint64, now time.Time) (bool, time.Time) {
-	if l.waiting[0] != ticket || l.inflight >= g.max {
+	if l.waiting[0] != ticket || len(l.starts) >= g.max {
 		return false, time.Time{}
 	}
-	if l.inflight == 0 || g.total < g.share {
+	k, recheck := l.youngAt(now, g.young)
+	if k == 0 {
 		return true, time.Time{}
 	}
-	fewest := math.MaxInt
-	var recheck time.Time
+	soonest := func(t time.Time) {
+		if !t.IsZero() && (recheck.IsZero() || t.Before(recheck)) {
+			recheck = t
+		}
+	}
+	total, fewest := k, math.MaxInt
 	for q, o := range g.loads {
 		if q == p {
 			continue
 		}
-		if o.inflight == 0 {
+		n, next := o.youngAt(now, g.young)
+		total += n
+		soonest(next)
+		if n == 0 {
 			end := o.lastEnd.Add(g.linger)
 			if !now.Before(end) {
-				continue
+				continue // not active
 			}
-			if recheck.IsZero() || end.Before(recheck) {
-				recheck = end
-			}
+			soonest(end)
 		}
-		fewest = min(fewest, o.inflight)
+		fewest = min(fewest, n)
 	}
-	if l.inflight < fewest {
+	if total < g.share || k < fewest {
 		return true, time.Time{}
 	}
 	return false, recheck
 }
 
-// release ends one call of l.
-func (g *callGate) release(l *principalLoad) {
+// release ends the call of l that started at start.
+func (g *callGate) release(l *principalLoad, start time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l.inflight--
-	g.total--
+	if i := slices.Index(l.starts, start); i >= 0 {
+		l.starts = slices.Delete(l.starts, i, i+1)
+	}
 	l.lastEnd = time.Now()
 	g.broadcast()
 }

@@ -264,3 +264,42 @@ func TestCallGateOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestCallGateLongCalls: a call older than gateYoung (a cell that sleeps,
+// or waits on a person) stops holding back another principal's calls.
+func TestCallGateLongCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newCallGate(4, 1)
+		ctx := context.Background()
+		far := time.Now().Add(time.Hour)
+		long, err := g.acquire(ctx, "alice", far)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aliceStart := time.Now()
+		time.Sleep(500 * time.Millisecond) // bob's own call grows old later than alice's
+		bob, err := g.acquire(ctx, "bob", far)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r, err := g.acquire(ctx, "bob", far)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := time.Since(aliceStart), gateYoung; got != want {
+			t.Errorf("bob's second call started %v after alice's long one, want when it grew old (%v); asked %v before",
+				got, want, time.Since(start))
+		}
+		// alice's long call does not count for her either: her next call
+		// goes at once although bob has two in flight.
+		start = time.Now()
+		r2, err := g.acquire(ctx, "alice", far)
+		if err != nil || time.Since(start) != 0 {
+			t.Errorf("alice's call beside her long one: %v after %v", err, time.Since(start))
+		}
+		for _, f := range []func(){long, bob, r, r2} {
+			f()
+		}
+	})
+}
