@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
+	"runtime/debug"
 	"strings"
 
 	"github.com/bridge-mcp/bridge/engine"
@@ -15,6 +16,9 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// serveGCPercent is bridge serve's GOGC unless the environment sets one.
+const serveGCPercent = 400
 
 // serveCmd serves MCP over streamable HTTP.
 func (m *Main) serveCmd(ctx context.Context, args []string) int {
@@ -52,6 +56,13 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		}
 	}
 	env.Serving = true
+	if m.Getenv("GOGC") == "" {
+		// Many principals' calls make garbage at a rate a small heap
+		// collects often; collecting at 4x growth trades a few MiB for the
+		// collector's CPU, which the calls of other principals wait on
+		// (docs/DECISIONS.md, "Serving a team over HTTP").
+		debug.SetGCPercent(serveGCPercent)
+	}
 	log := m.logger(env, env.LogLevel)
 	e := engine.New(env, Version(), log, m.Getenv, *watch)
 	if err := e.ServeHTTP(ctx, opts); err != nil {
