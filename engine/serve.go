@@ -114,8 +114,9 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	e.router.StoreFor = e.principalStores()
 	e.router.OnProxied = metrics.Proxied
 	e.sessions.PerPrincipal = e.Env.MaxSessionsPerPrincipal
-	// Principals share the bridge by calls in flight from half a call per
-	// core on: each call keeps the bridge and its sandbox busy in turn.
+	// Principals share the bridge by their young calls in flight from half
+	// a call per core on: each call keeps the bridge and its sandbox busy in
+	// turn (engine/callgate.go).
 	gate := newCallGate(e.Env.MaxCallsPerPrincipal, runtime.GOMAXPROCS(0)/2)
 
 	fcfg := e.frontConfig(hlog)
