@@ -15,7 +15,7 @@ import (
 // Invariants:
 //   - A principal's first call in flight never waits on another principal,
 //     nor does any call of a principal whose calls in flight all started
-//     more than young ago.
+//     more than gateYoung ago.
 //   - While fewer than share young calls run in all, nobody waits but on
 //     max.
 //   - From share on, a principal with k young calls in flight starts
@@ -24,19 +24,17 @@ import (
 //     another principal works, instead of taking the cores the other's
 //     calls wait on.
 //   - A principal is active while it has a young call in flight and for
-//     linger after a call of its ended, so a client that sends its calls
+//     gateLinger after a call of its ended, so a client that sends its calls
 //     back to back stays active across the gaps between them. A long call
 //     (a cell that sleeps, waits on a human or computes for seconds) stops
-//     counting once it is older than young: its CPU is weighed by the
+//     counting once it is older than gateYoung: its CPU is weighed by the
 //     sandboxes' CPU weights, and holding back everyone else's calls for
 //     its whole length would serialize them for nothing.
 //   - A principal's waiting calls start in arrival order, each within its
 //     own deadline; one that gives up leaves the queue at once.
 type callGate struct {
-	max    int
-	share  int
-	linger time.Duration
-	young  time.Duration
+	max   int
+	share int
 
 	mu      sync.Mutex
 	tickets uint64
@@ -52,11 +50,11 @@ type principalLoad struct {
 	lastEnd time.Time
 }
 
-// youngAt is how many of l's calls in flight started less than young
+// youngAt is how many of l's calls in flight started less than gateYoung
 // before now, and when the next of them grows old (zero: none).
-func (l *principalLoad) youngAt(now time.Time, young time.Duration) (n int, next time.Time) {
+func (l *principalLoad) youngAt(now time.Time) (n int, next time.Time) {
 	for _, s := range l.starts {
-		if old := s.Add(young); now.Before(old) {
+		if old := s.Add(gateYoung); now.Before(old) {
 			n++
 			if next.IsZero() || old.Before(next) {
 				next = old
@@ -78,8 +76,7 @@ const (
 // newCallGate caps each principal at perPrincipal calls in flight; from
 // share young calls in flight in all, principals share by them.
 func newCallGate(perPrincipal, share int) *callGate {
-	return &callGate{max: perPrincipal, share: max(1, share), linger: gateLinger, young: gateYoung,
-		loads: map[string]*principalLoad{}, changed: make(chan struct{})}
+	return &callGate{max: perPrincipal, share: max(1, share), loads: map[string]*principalLoad{}, changed: make(chan struct{})}
 }
 
 // acquire waits for principal's turn until deadline or ctx's end; release
@@ -149,7 +146,7 @@ func (g *callGate) admit(p string, l *principalLoad, ticket uint64, now time.Tim
 	if l.waiting[0] != ticket || len(l.starts) >= g.max {
 		return false, time.Time{}
 	}
-	k, recheck := l.youngAt(now, g.young)
+	k, recheck := l.youngAt(now)
 	if k == 0 {
 		return true, time.Time{}
 	}
@@ -163,11 +160,11 @@ func (g *callGate) admit(p string, l *principalLoad, ticket uint64, now time.Tim
 		if q == p {
 			continue
 		}
-		n, next := o.youngAt(now, g.young)
+		n, next := o.youngAt(now)
 		total += n
 		soonest(next)
 		if n == 0 {
-			end := o.lastEnd.Add(g.linger)
+			end := o.lastEnd.Add(gateLinger)
 			if !now.Before(end) {
 				continue // not active
 			}

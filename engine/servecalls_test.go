@@ -167,7 +167,7 @@ func TestCallGateShares(t *testing.T) {
 		}
 		// The flood's next call waits while the probe works...
 		started := make(chan time.Time, 1)
-		go func() {
+		floodCall := func() {
 			r, err := g.acquire(ctx, "flood", far)
 			if err != nil {
 				t.Error(err)
@@ -175,7 +175,8 @@ func TestCallGateShares(t *testing.T) {
 			}
 			flood = append(flood, r)
 			started <- time.Now()
-		}()
+		}
+		go floodCall()
 		// ...even after one of its own ends: it still has as many in
 		// flight as the probe.
 		flood[0]()
@@ -193,15 +194,7 @@ func TestCallGateShares(t *testing.T) {
 		}
 		// The next extra call waits out the probe's linger once the probe
 		// is done.
-		go func() {
-			r, err := g.acquire(ctx, "flood", far)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			flood = append(flood, r)
-			started <- time.Now()
-		}()
+		go floodCall()
 		synctest.Wait()
 		end := time.Now()
 		probe()
