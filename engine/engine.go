@@ -58,6 +58,7 @@ type Engine struct {
 	optsOnce   sync.Once
 	opts       config.Options // set once by configOptions
 	stamper    config.Stamper
+	gate       config.Gate                       // skips the stamper's stats while no covered path changed
 	signIn     atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
 	// caps is the capability set declared to the proxied servers: the
 	// MCP client's (Serve), the terminal's (Exec), else none.
@@ -101,15 +102,18 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	e.serversSup = suture.New("servers", e.spec())
 	e.servers = actors.NewServers(e.serversSup, e.clientDeps(), e.router, func(string) suture.Spec { return e.spec() })
 	e.serversSup.Add(e.servers)
+	policy := filepath.Join(env.ConfigDir, PolicyFile)
+	covered := config.StampPaths(e.configOptions())
+	covered.Files = append(covered.Files, policy)
 	e.discovery = actors.NewDiscovery(actors.DiscoveryConfig{
 		Stamp: func() string {
-			return e.stamper.Stamp(e.configOptions()) + statStamp(filepath.Join(env.ConfigDir, PolicyFile))
+			return e.gate.Stamp(covered, func() string { return e.stamper.Stamp(e.configOptions()) + statStamp(policy) })
 		},
 		Load:   e.loadConfig,
 		Watch:  watch,
 		Dir:    env.ConfigDir,
 		Extra:  env.ServersConfig,
-		Policy: filepath.Join(env.ConfigDir, PolicyFile),
+		Policy: policy,
 		Log:    log,
 		Paths:  config.WatchPaths(e.configOptions()),
 	}, e.servers)
@@ -295,6 +299,7 @@ func (e *Engine) root(front suture.Service) *suture.Supervisor {
 	if front != nil {
 		root.Add(front)
 	}
+	root.Add(&e.gate) // holds its event queue for the tree's life
 	root.Add(e.discovery)
 	root.Add(e.router)
 	root.Add(e.serversSup)

@@ -81,6 +81,10 @@ func TestBenchQuick(t *testing.T) {
 		"approve.roundtrip.p50"} {
 		need(id)
 	}
+	// The bridge's CPU per warm call was measured: it did some work.
+	if cpu := need("latency.warm.bridgecpu"); cpu <= 0 {
+		t.Errorf("the bridge's CPU per warm call: %v ms; want it measured (> 0)", cpu)
+	}
 	// A denied call never reaches the server: a machine-independent fact.
 	if leaks := need("approve.denied.leaks"); leaks != 0 {
 		t.Errorf("%v calls reached the server beyond the approved ones in the approve/deny cycles; want 0", leaks)
