@@ -77,14 +77,18 @@ func (m *Sessions) Counts() map[string]int {
 	return map[string]int{}
 }
 
-// publishCounts snapshots the live sessions by principal; Serve only.
-func (m *Sessions) publishCounts() {
+// publishLive snapshots the live sessions (Get's index) and their counts
+// by principal; Serve only, after the live set changed.
+func (m *Sessions) publishLive() {
 	c := map[string]int{}
-	m.live.Each(func(k string, _ *liveSession) {
+	idx := make(map[string]*liveSession, m.live.Len())
+	m.live.Each(func(k string, ls *liveSession) {
 		p, _ := splitKey(k)
 		c[p]++
+		idx[k] = ls
 	})
 	m.counts.Store(&c)
+	m.index.Store(&idx)
 }
 
 // sessionLog is a session's logger: its name, and its principal if any.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // TestSessionsEvictOnlyOwn: at the global cap, a principal's new session
@@ -138,3 +139,31 @@ func TestStoreForPrincipal(t *testing.T) {
 
 // memStore is a Store that is never called.
 type memStore struct{ Store }
+
+// TestSessionsGetKeepsRecency: a Get of a live session, answered without
+// the manager, still counts as a use: the least recently used idle session
+// is the one evicted at the cap.
+func TestSessionsGetKeepsRecency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := startSessions(t, testConfig(&pipeLauncher{script: noSandbox}), 2)
+		get := func(name string) *Session {
+			t.Helper()
+			s, err := m.Get(ctx, SessionKey("alice", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			return s
+		}
+		a, b := get("a"), get("b")
+		if got := get("a"); got != a {
+			t.Fatal("a second Get of a live session returned another actor")
+		}
+		get("c") // at the cap: b is the least recently used
+		synctest.Wait()
+		if !isClosed(b.Done()) || isClosed(a.Done()) {
+			t.Fatalf("evicted: a %v, b %v; want b only", isClosed(a.Done()), isClosed(b.Done()))
+		}
+	})
+}

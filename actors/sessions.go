@@ -40,6 +40,10 @@ type Sessions struct {
 	done   chan struct{} // closed when Serve has returned for good
 
 	counts atomic.Pointer[map[string]int] // live sessions by principal, for metrics
+	// index is a snapshot of live, republished by Serve whenever a session
+	// is added or removed: Get finds an existing session in it without a
+	// round trip to the actor.
+	index atomic.Pointer[map[string]*liveSession]
 
 	// Owned by the Serve goroutine.
 	live      *serviceMap[string, *liveSession]
@@ -53,8 +57,10 @@ type Sessions struct {
 
 type liveSession struct {
 	s        *Session
-	lastUsed time.Time
+	lastUsed atomic.Int64 // Unix nanoseconds of the last Get; written by any caller of Get
 }
+
+func (ls *liveSession) touch() { ls.lastUsed.Store(time.Now().UnixNano()) }
 
 type getReply struct {
 	s   *Session
@@ -83,6 +89,14 @@ var errShuttingDown = errors.New("the bridge is shutting down")
 
 // Get returns the actor for name, creating it if needed (SES-6).
 func (m *Sessions) Get(ctx context.Context, name string) (*Session, error) {
+	// The common case, a live session, needs no round trip. One evicted
+	// right after this lookup hands the call to its successor (Exec).
+	if idx := m.index.Load(); idx != nil && !isClosed(m.done) {
+		if ls := (*idx)[name]; ls != nil && !isClosed(ls.s.done) {
+			ls.touch()
+			return ls.s, nil
+		}
+	}
 	r, err := ask(ctx, m.gets, m.done, name)
 	switch {
 	case errors.Is(err, errStopped):
@@ -128,7 +142,7 @@ func (m *Sessions) Serve(ctx context.Context) error {
 		case g := <-m.gets:
 			s, err := m.get(ctx, g.q)
 			g.answer(getReply{s, err})
-			m.publishCounts()
+			m.publishLive()
 		case r := <-m.spares:
 			sb := m.spare
 			m.spare = nil
@@ -235,7 +249,7 @@ func (m *Sessions) startSpare() {
 
 func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
 	if ls, ok := m.live.Get(name); ok {
-		ls.lastUsed = time.Now()
+		ls.touch()
 		return ls.s, nil
 	}
 	// A new session only ever evicts the caller's own idle sessions: one
@@ -249,7 +263,9 @@ func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
 	}
 	s := NewSession(name, m.cfg, m, m.idle, m.lost[name])
 	delete(m.lost, name)
-	m.live.Add(name, &liveSession{s: s, lastUsed: time.Now()}, s)
+	ls := &liveSession{s: s}
+	ls.touch()
+	m.live.Add(name, ls, s)
 	return s, nil
 }
 
@@ -277,7 +293,7 @@ func (m *Sessions) evictOne(ctx context.Context, principal string) bool {
 			byUse = append(byUse, candidate{n, ls})
 		}
 	})
-	sort.Slice(byUse, func(i, j int) bool { return byUse[i].ls.lastUsed.Before(byUse[j].ls.lastUsed) })
+	sort.Slice(byUse, func(i, j int) bool { return byUse[i].ls.lastUsed.Load() < byUse[j].ls.lastUsed.Load() })
 	for _, c := range byUse {
 		n, ls := c.name, c.ls
 		ended, err := ls.s.evict(ctx)
