@@ -120,16 +120,20 @@ func (g *Gate) Stamp(paths GatePaths, fresh func() string) string {
 }
 
 // watchDir is one directory to watch: the names in it that matter, or
-// every name (all).
+// every name (all); or, with file, one existing covered file, watched by
+// its inode so that a change through another of its names (a hard link)
+// is seen too.
 type watchDir struct {
 	names map[string]bool
 	all   bool
+	file  bool
 }
 
 // watchPlan maps each directory to watch to what matters in it: for every
 // path, each existing ancestor (the next component's name in it), for a
-// listed dir the dir itself, and the same for the path's resolved form
-// when a symlink is on the way.
+// listed dir the dir itself and each *.json in it as a covered file, and
+// the same for the path's resolved form when a symlink is on the way; and
+// each existing file itself.
 func watchPlan(paths GatePaths) map[string]*watchDir {
 	plan := map[string]*watchDir{}
 	add := func(dir, name string, all bool) {
@@ -161,16 +165,28 @@ func watchPlan(paths GatePaths) map[string]*watchDir {
 			}
 		}
 	}
-	walk := func(p string, listed bool) {
+	var walk func(p string, listed bool)
+	walk = func(p string, listed bool) {
 		if !filepath.IsAbs(p) {
 			if abs, err := filepath.Abs(p); err == nil {
 				p = abs
 			}
 		}
 		existing := chain(p)
-		if listed {
-			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		if fi, err := os.Stat(p); err == nil {
+			switch {
+			case !fi.IsDir():
+				plan[p] = &watchDir{all: true, file: true}
+			case listed:
 				add(p, "", true)
+				// Its *.json files are stat'ed, symlinks followed: each is
+				// covered as a file of its own.
+				des, _ := os.ReadDir(p)
+				for _, de := range des {
+					if strings.HasSuffix(de.Name(), ".json") {
+						walk(filepath.Join(p, de.Name()), false)
+					}
+				}
 			}
 		}
 		if existing == "" {

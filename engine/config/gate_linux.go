@@ -20,6 +20,9 @@ type eventQueue struct {
 const gateMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_MOVED_FROM |
 	unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
+// gateFileMask is every event that changes what a stat of a file shows.
+const gateFileMask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
 // gateLocalFS are the filesystems whose every change, from any process on
 // this host, raises an event (statfs f_type). A network or FUSE filesystem
 // can change behind the kernel's back; a directory on one keeps the Gate
@@ -54,11 +57,15 @@ func (q *eventQueue) watch(plan map[string]*watchDir) bool {
 		if err := unix.Statfs(dir, &fs); err != nil || !gateLocalFS[uint32(fs.Type)] {
 			return false
 		}
-		wd, err := unix.InotifyAddWatch(q.fd, dir, gateMask)
+		mask := uint32(gateMask)
+		if w.file {
+			mask = gateFileMask
+		}
+		wd, err := unix.InotifyAddWatch(q.fd, dir, mask)
 		if err != nil {
 			return false
 		}
-		if prev := next[int32(wd)]; prev != nil { // two paths, one directory (a symlink)
+		if prev := next[int32(wd)]; prev != nil { // two paths, one inode (a symlink)
 			for n := range w.names {
 				prev.names[n] = true
 			}

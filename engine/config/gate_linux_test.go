@@ -13,7 +13,8 @@ import (
 func TestGateSeesEveryCoveredChange(t *testing.T) {
 	root := t.TempDir()
 	home, cfg, real := filepath.Join(root, "home"), filepath.Join(root, "cfg"), filepath.Join(root, "real")
-	for _, d := range []string{home, cfg, real} {
+	other := filepath.Join(root, "other")
+	for _, d := range []string{home, cfg, real, other} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -27,8 +28,16 @@ func TestGateSeesEveryCoveredChange(t *testing.T) {
 	write(filepath.Join(home, ".claude.json"), "{}")
 	write(filepath.Join(cfg, "a.json"), "{}")
 	write(filepath.Join(real, "t.json"), "{}")
-	if err := os.Symlink(real, filepath.Join(home, "link")); err != nil {
-		t.Fatal(err)
+	write(filepath.Join(other, "hard.json"), "{}")
+	write(filepath.Join(other, "soft.json"), "{}")
+	for _, err := range []error{
+		os.Symlink(real, filepath.Join(home, "link")),
+		os.Link(filepath.Join(other, "hard.json"), filepath.Join(cfg, "hard.json")),
+		os.Symlink(filepath.Join(other, "soft.json"), filepath.Join(cfg, "soft.json")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	paths := GatePaths{
 		Files: []string{filepath.Join(home, ".claude.json"), filepath.Join(home, ".cursor", "mcp.json"),
@@ -64,6 +73,9 @@ func TestGateSeesEveryCoveredChange(t *testing.T) {
 		}, true},
 		{"listed dir gains a file", func() { write(filepath.Join(cfg, "b.json"), "{}") }, true},
 		{"listed dir's file written", func() { write(filepath.Join(cfg, "a.json"), `{"b":2}`) }, true},
+		{"listed dir's hard link written through its other name", func() { write(filepath.Join(other, "hard.json"), `{"d":4}`) }, true},
+		{"listed dir's symlink target written", func() { write(filepath.Join(other, "soft.json"), `{"e":5}`) }, true},
+		{"unrelated file beside a symlink target", func() { write(filepath.Join(other, "notes.txt"), "x") }, false},
 		{"symlink target written", func() { write(filepath.Join(real, "t.json"), `{"c":3}`) }, true},
 		{"symlink replaced", func() {
 			_ = os.Remove(filepath.Join(home, "link"))
