@@ -100,13 +100,14 @@ func (g *Gate) Stamp(paths GatePaths, fresh func() string) string {
 		}
 		g.q = q
 	}
-	if g.armed && time.Since(g.at) < gateMaxAge && g.q.quiet() {
+	// quiet reads the whole queue: what it held is covered by a fresh
+	// stamp below if one is taken.
+	if quiet := g.q.quiet(); g.armed && quiet && time.Since(g.at) < gateMaxAge {
 		return g.stamp
 	}
 	// Watch first, then stamp: a change racing the stamp is reported at
 	// the next check.
 	g.armed = false
-	g.q.drain()
 	if !g.q.watch(watchPlan(paths)) {
 		// Arming again before every call would cost more than the stats
 		// it saves: this Gate stays open.

@@ -83,7 +83,8 @@ func (q *eventQueue) watch(plan map[string]*watchDir) bool {
 	return true
 }
 
-// quiet reads the queued events and reports whether none of them matters.
+// quiet reads every queued event and reports whether none of them
+// matters.
 func (q *eventQueue) quiet() bool {
 	quiet := true
 	for {
@@ -96,19 +97,6 @@ func (q *eventQueue) quiet() bool {
 		}
 		if quiet {
 			quiet = !q.matters(q.buf[:n])
-		}
-	}
-}
-
-// drain discards the queued events.
-func (q *eventQueue) drain() {
-	for {
-		n, err := unix.Read(q.fd, q.buf[:])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n <= 0 {
-			return
 		}
 	}
 }

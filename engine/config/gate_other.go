@@ -12,4 +12,3 @@ func openEventQueue() (*eventQueue, error) { return nil, errors.New("no file eve
 func (*eventQueue) close()                          {}
 func (*eventQueue) watch(map[string]*watchDir) bool { return false }
 func (*eventQueue) quiet() bool                     { return false }
-func (*eventQueue) drain()                          {}

@@ -48,6 +48,7 @@ type listing struct {
 const racyWindow = 2 * time.Second
 
 // Stamp is Stamp(o) with dir listings reused while their dir is unchanged.
+// StampPaths (gate.go) names the same paths: keep the two in step.
 func (st *Stamper) Stamp(o Options) string {
 	s := stamper{st: st}
 	s.field("dir", o.Dir)
