@@ -37,7 +37,7 @@ type benchReport struct {
 // grows with the catalog, and every figure is a finite value with a
 // baseline and at least one sample. No timing is asserted.
 func TestBenchQuick(t *testing.T) {
-	figs, bases := runBenchQuick(t)
+	figs, bases, _ := runBenchQuick(t)
 	need := func(id string) float64 {
 		t.Helper()
 		return needFigure(t, figs, id)
@@ -76,7 +76,7 @@ func TestBenchQuick(t *testing.T) {
 	for _, id := range []string{"latency.warm.p50", "latency.floor.p50", "latency.warm.floor", "latency.spare.p50",
 		"latency.cold.p50", "latency.cold.part.bridge", "latency.cold.part.sandbox", "latency.cold.part.exec",
 		"latency.cold.part.container", "latency.cold.part.python", "latency.cold.part.imports",
-		"proxy.echo.p50", "proxy.echo.p95", "search.sandbox.p50", "proxy.concurrent3", "memory.rss.idle",
+		"proxy.echo.p50", "proxy.echo.p95", "proxy.echo.gap", "search.sandbox.p50", "proxy.concurrent3", "memory.rss.idle",
 		"memory.rss.servers3", "memory.rss.flood", "memory.container.session", "scaling.sessions8", "scaling.rss8",
 		"approve.roundtrip.p50"} {
 		need(id)
@@ -103,7 +103,7 @@ func TestBenchQuick(t *testing.T) {
 // it completes and every figure of the group is there and finite. No timing
 // is asserted; the RSS figures must be positive.
 func TestBenchHTTPQuick(t *testing.T) {
-	figs, _ := runBenchQuick(t, "--http")
+	figs, _, _ := runBenchQuick(t, "--http")
 	for _, n := range []int{1, 10, 50} {
 		for _, f := range []string{"p50", "p95", "throughput"} {
 			if v := needFigure(t, figs, fmt.Sprintf("http.clients%d.%s", n, f)); v <= 0 {
@@ -119,13 +119,30 @@ func TestBenchHTTPQuick(t *testing.T) {
 	}
 }
 
+// TestKubeBenchQuick runs `bridge bench --quick --groups kubernetes`
+// against the test cluster, with podman for the group's local baselines:
+// every figure of the group is there, finite and positive (the attach
+// floor and a fresh pod per call are measured on pods the bench starts
+// itself), and none of the bench's own pods is left. No timing is asserted.
+func TestKubeBenchQuick(t *testing.T) {
+	requireKubeRuntime(t)
+	figs, _, pid := runBenchQuick(t, "--groups", "kubernetes", "--runtime", "podman")
+	for _, id := range []string{"kube.warm.p50", "kube.floor.p50", "kube.warm.floor", "kube.proxy.link.p50", "kube.proxy.echo.gap",
+		"kube.pool.p50", "kube.spare.p50", "kube.cold.p50", "kube.cold.fresh"} {
+		if v := needFigure(t, figs, id); v <= 0 {
+			t.Errorf("%s = %v, want > 0", id, v)
+		}
+	}
+	assertNoPods(t, pid)
+}
+
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // runBenchQuick runs `bridge bench --quick` with args and checks what
 // holds for every figure: a finite value with a baseline and at least one
 // sample, a unique id, a reason for each skipped one. It returns the
-// figures' values and baselines by id.
-func runBenchQuick(t *testing.T, args ...string) (figs, bases map[string]float64) {
+// figures' values and baselines by id, and the bench's pid.
+func runBenchQuick(t *testing.T, args ...string) (figs, bases map[string]float64, pid int) {
 	t.Helper()
 	requirePodman(t)
 	if testRuntime() == "local" {
@@ -182,7 +199,7 @@ func runBenchQuick(t *testing.T, args ...string) (figs, bases map[string]float64
 			t.Errorf("skipped figure %s has no reason", s.ID)
 		}
 	}
-	return figs, bases
+	return figs, bases, cmd.Process.Pid
 }
 
 // needFigure is the value of figure id; a missing one fails the test.

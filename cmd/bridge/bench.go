@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/engine/bench"
+	"github.com/bridge-mcp/bridge/engine/kube"
 )
 
 // benchServerCmd is the hidden MCP server `bridge bench` proxies: echo and
@@ -113,11 +116,17 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		socketArgv = append(append([]string{cli}, l.GlobalArgs()...), args...)
 	}
 	baseline := append(append([]string{}, container...), "python3", "-c", "print(1)")
+	var kl *kube.Launcher
+	if slices.Contains(only, "kubernetes") {
+		var stop func()
+		kl, stop = benchKube(ctx, env, m.logger(env, env.LogLevel))
+		defer stop()
+	}
 	rep, err := bench.Run(ctx, bench.Options{
 		Bridge: self, Version: version, Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
 		SocketArgv:  socketArgv,
-		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, HTTP: *httpServe, Log: m.Stderr,
+		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, HTTP: *httpServe, Kube: kl, Log: m.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: %v\n", err)
@@ -143,4 +152,23 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	}
 	fmt.Fprint(m.Stdout, md)
 	return 0
+}
+
+// benchKube is the kubernetes backend of env for the bench's own pods (the
+// kubernetes group's floors), with its Serve running until stop: the
+// bench's pods then have a live owner, and are deleted when it ends. No
+// warm pool: the bench starts each of its pods itself.
+func benchKube(ctx context.Context, env engine.Env, log zerolog.Logger) (l *kube.Launcher, stop func()) {
+	env.Kube.WarmPool = 0
+	l = engine.NewKube(env, log)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.Serve(ctx)
+	}()
+	return l, func() {
+		cancel()
+		<-done
+	}
 }

@@ -9,6 +9,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/bridge-mcp/bridge/engine/kube"
 	"io"
 	"math"
 	"slices"
@@ -51,6 +52,11 @@ type Options struct {
 	// other run includes: 50 live sessions are more than a default run
 	// should start.
 	HTTP bool
+	// Kube starts the kubernetes group's own pods (the attach floor, a
+	// fresh pod per call) with the sandbox's spec; nil unless that group
+	// runs. The caller runs its Serve meanwhile, so those pods have a live
+	// owner (its Lease) and are deleted when it ends.
+	Kube *kube.Launcher
 	Log  io.Writer
 }
 

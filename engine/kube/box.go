@@ -53,24 +53,9 @@ type box struct {
 // attach starts the attach to the running pod name; the box has exited
 // when the stream ends, its exit code taken from the pod's status.
 func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, error) {
-	req := c.core.Post().Namespace(c.namespace).Resource("pods").Name(name).SubResource("attach").
-		Param("container", containerName).Param("stdin", "true").Param("stdout", "true").Param("stderr", "true")
-	u := req.URL()
-	ws, err := remotecommand.NewWebSocketExecutor(c.cfg, "GET", u.String())
+	ex, err := attachExecutor(c, name)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: attach: %w", err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(c.cfg, "POST", u)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: attach: %w", err)
-	}
-	// WebSocket first (kubectl's order); SPDY for API servers or proxies
-	// that refuse the WebSocket upgrade.
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return err != nil && (strings.Contains(err.Error(), "upgrade") || strings.Contains(err.Error(), "websocket"))
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes: attach: %w", err)
+		return nil, err
 	}
 	hostIn, podIn := net.Pipe()
 	outR, outW := io.Pipe()
@@ -100,6 +85,31 @@ func (l *Launcher) attach(c *clients, name string, log zerolog.Logger) (*box, er
 		close(b.exited)
 	}()
 	return b, nil
+}
+
+// attachExecutor is the attach to pod name's container, with stdin,
+// stdout and stderr.
+func attachExecutor(c *clients, name string) (remotecommand.Executor, error) {
+	req := c.core.Post().Namespace(c.namespace).Resource("pods").Name(name).SubResource("attach").
+		Param("container", containerName).Param("stdin", "true").Param("stdout", "true").Param("stderr", "true")
+	u := req.URL()
+	ws, err := remotecommand.NewWebSocketExecutor(c.cfg, "GET", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(c.cfg, "POST", u)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	// WebSocket first (kubectl's order); SPDY for API servers or proxies
+	// that refuse the WebSocket upgrade.
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return err != nil && (strings.Contains(err.Error(), "upgrade") || strings.Contains(err.Error(), "websocket"))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: attach: %w", err)
+	}
+	return ex, nil
 }
 
 // settle sets the exit code once the attach has ended: 0 after a hang-up

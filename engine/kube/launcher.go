@@ -114,7 +114,7 @@ func (l *Launcher) Start(ctx context.Context, session string) (actors.Sandbox, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.startTimeout)
 	defer cancel()
-	name, err := l.startPod(ctx, c)
+	name, err := l.startPod(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +148,8 @@ func (l *Launcher) StartError(logs string, exitCode int) (err error, retry bool)
 // startPod creates a sandbox pod and waits until its container runs; on
 // error nothing of it is left. A Localhost seccomp profile that the node
 // lacks is dropped for RuntimeDefault (with a WARN) and the pod started
-// again.
-func (l *Launcher) startPod(ctx context.Context, c *clients) (string, error) {
+// again. A non-nil command replaces the sandbox's (StartCommand).
+func (l *Launcher) startPod(ctx context.Context, c *clients, command []string) (string, error) {
 	for {
 		l.mu.Lock()
 		profile := l.seccomp
@@ -158,6 +158,9 @@ func (l *Launcher) startPod(ctx context.Context, c *clients) (string, error) {
 		pod, err := PodSpec(l.cfg, name, profile)
 		if err != nil {
 			return "", err
+		}
+		if command != nil {
+			pod.Spec.Containers[0].Command = command
 		}
 		if err := c.core.Post().Namespace(c.namespace).Resource("pods").Body(pod).Do(ctx).Error(); err != nil {
 			return "", l.apiError(c, "create pod", err)

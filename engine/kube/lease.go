@@ -170,7 +170,7 @@ func (l *Launcher) fillPool(ctx context.Context, c *clients) {
 	for {
 		if len(l.pool) < cap(l.pool) {
 			sctx, cancel := context.WithTimeout(ctx, l.startTimeout)
-			name, err := l.startPod(sctx, c)
+			name, err := l.startPod(sctx, c, nil)
 			cancel()
 			switch {
 			case err == nil:
