@@ -166,6 +166,9 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	}
 
 	got, timedOut, hardKill := s.await(ctx, sb, call, req, progress != nil, callDeadline)
+	if got.err == nil {
+		sb.addOutput(call, got.r.Output)
+	}
 	output, truncated, reset := call.snapshot()
 	res.Output = output
 	res.Images, res.ImageNotes = call.images(got.r.Saved)
@@ -205,6 +208,18 @@ type execReply struct {
 	err error
 }
 
+// execReplyOf decodes the reply resp as jsonrpc2's Call would: its error,
+// else its result.
+func execReplyOf(resp *jsonrpc2.Response) (got execReply) {
+	switch {
+	case resp.Error != nil:
+		got.err = resp.Error
+	case resp.Result != nil:
+		got.err = json.Unmarshal(*resp.Result, &got.r)
+	}
+	return got
+}
+
 // await sends the exec frame and waits for its reply. The call's deadline,
 // its caller's cancellation and the bridge's shutdown interrupt the cell;
 // a cell that ignores the interrupt for interruptGrace has its container
@@ -227,17 +242,21 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 			}
 		}
 	}
-	replies := make(chan execReply, 1)
-	go func() {
-		var r protocol.ExecResult
-		err := sb.conn.Call(context.Background(), protocol.MethodExec, params, &r, jsonrpc2.PickID(execID()))
-		if errors.Is(err, protocol.ErrFrameTooLarge) && params.SavedTools != nil {
-			// The frame never left: without the saved tools it may fit.
-			params.SavedTools = nil
-			err = sb.conn.Call(context.Background(), protocol.MethodExec, params, &r, jsonrpc2.PickID(execID()))
-		}
-		replies <- execReply{r, err}
-	}()
+	// The exec frame is sent here, and its reply comes from the link's
+	// reader (onRecv) into this loop: no goroutine per call.
+	id := execID()
+	_, err := sb.conn.DispatchCall(context.Background(), protocol.MethodExec, params, jsonrpc2.PickID(id))
+	if errors.Is(err, protocol.ErrFrameTooLarge) && params.SavedTools != nil {
+		// The frame never left: without the saved tools it may fit.
+		params.SavedTools = nil
+		id = execID()
+		_, err = sb.conn.DispatchCall(context.Background(), protocol.MethodExec, params, jsonrpc2.PickID(id))
+	}
+	sent := err == nil
+	if !sent {
+		got.err = err
+	}
+	replies, lost := sb.execReplies, sb.conn.DisconnectNotify()
 
 	deadline := time.NewTimer(time.Until(callDeadline))
 	defer deadline.Stop()
@@ -254,9 +273,22 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 		}
 	}
 wait:
-	for {
+	for sent {
 		select {
-		case got = <-replies:
+		case resp := <-replies:
+			if resp.ID != id {
+				continue // cannot be: one exec at a time per sandbox
+			}
+			got = execReplyOf(resp)
+			break wait
+		case <-lost:
+			// The reader hands over a reply before it closes the link.
+			select {
+			case resp := <-replies:
+				got = execReplyOf(resp)
+			default:
+				got.err = jsonrpc2.ErrClosed
+			}
 			break wait
 		case <-deadline.C:
 			// The waits for a human's approval are not the cell's time.

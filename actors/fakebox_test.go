@@ -50,6 +50,10 @@ type boxScript struct {
 	// stubborn: the box ignores HangUp (EOF on its link) and, after its
 	// first exec reply, stops reading its link; only Kill ends it.
 	stubborn bool
+	// before is written ahead of each exec reply (frames with their
+	// '\n', "%d" standing for the exec's call); replyOutput is the JSON
+	// of the reply's output member, when not empty.
+	before, replyOutput string
 }
 
 func (l *pipeLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
@@ -149,7 +153,19 @@ func (b *pipeBox) serve() {
 				b.code = exitKilled
 				return
 			}
-			reply = `{"jsonrpc":"2.0","id":` + string(frame.ID) + `,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false}}`
+			var output string
+			if b.script.replyOutput != "" {
+				output = `,"output":` + b.script.replyOutput
+			}
+			var p struct {
+				Params struct{ Call int64 } `json:"params"`
+			}
+			_ = json.Unmarshal(line, &p)
+			if b.script.before != "" {
+				reply = fmt.Sprintf(b.script.before, p.Params.Call)
+			}
+			reply += `{"jsonrpc":"2.0","id":` + string(frame.ID) +
+				`,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false` + output + `}}`
 		default:
 			continue
 		}

@@ -142,12 +142,26 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 			return
 		}
 		a.add(p.Stream, p.Data)
+
 	case protocol.MethodImage, protocol.MethodProgress:
 		s.handleMedia(req)
 	case protocol.MethodAck:
 		s.handleAck(req.Params)
 	default:
 		s.dropped("unknown notification", req.Method)
+	}
+}
+
+// addOutput adds the output an exec reply carries (ExecResult.Output) to
+// its call, as output notifications would have; a chunk of another stream
+// is dropped as an invalid output frame is.
+func (s *sandbox) addOutput(a *activeCall, chunks []protocol.OutputChunk) {
+	for _, c := range chunks {
+		if c.Stream != result.StreamStdout && c.Stream != result.StreamStderr {
+			s.dropped("invalid output frame", "")
+			continue
+		}
+		a.add(c.Stream, c.Data)
 	}
 }
 

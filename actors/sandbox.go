@@ -138,7 +138,11 @@ type sandbox struct {
 	life      context.Context
 	endLife   context.CancelCauseFunc
 	firstExec atomic.Bool // an exec frame was built for this sandbox (it carries the saved tools)
-	active    atomic.Pointer[activeCall]
+	// execReplies gets the reply to the exec frame in flight (onRecv); a
+	// session sends one exec at a time, and waits for its reply or the
+	// link's end before the next.
+	execReplies chan *jsonrpc2.Response
+	active      atomic.Pointer[activeCall]
 	// activeCh is closed and replaced whenever a call becomes active, for
 	// the job calls that wait for one (approve.go); guarded by activeMu.
 	activeMu  sync.Mutex
@@ -263,7 +267,8 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	// Not the link's context: jsonrpc2 closes the link when it ends, and
 	// close hangs up politely first.
 	s.life, s.endLife = context.WithCancelCause(context.Background())
-	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(linkLogger{s}))
+	s.execReplies = make(chan *jsonrpc2.Response, 1)
+	s.conn = jsonrpc2.NewConn(context.Background(), stream, s, jsonrpc2.SetLogger(linkLogger{s}), jsonrpc2.OnRecv(s.onRecv))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -279,6 +284,19 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		_ = stream.WriteLine(append(boot, '\n'), cfg.StartTimeout)
 	}()
 	return s, nil
+}
+
+// onRecv runs on the link's reader for every frame: the reply to an exec
+// frame in flight (req is the request it answers, nil for a reply to none)
+// goes to the call waiting for it.
+func (s *sandbox) onRecv(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
+	if resp == nil || req == nil || req.Method != protocol.MethodExec {
+		return
+	}
+	select {
+	case s.execReplies <- resp:
+	default: // cannot be: one exec at a time
+	}
 }
 
 // watchLink kills the sandbox when a write to its stdin stalled: the link is

@@ -312,3 +312,34 @@ func TestIdleSessionReaped(t *testing.T) {
 		}
 	})
 }
+
+// TestOutputInExecReply: the output an exec reply carries follows the
+// call's output notifications, and a chunk of neither stream is dropped.
+func TestOutputInExecReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &pipeLauncher{script: func(int64) boxScript {
+			return boxScript{
+				before:      `{"jsonrpc":"2.0","method":"output","params":{"call":%d,"stream":"stdout","data":"streamed "}}` + "\n",
+				replyOutput: `[{"stream":"stdout","data":"then"},{"stream":"stdin","data":"bogus"},{"stream":"stderr","data":"err"}]`,
+			}
+		}}
+		m := startSessions(t, testConfig(l), 4)
+		ctx := context.Background()
+		s, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := newRequest(ctx, 10*time.Second)
+		if !s.Exec(ctx, req) {
+			t.Fatal("call not queued")
+		}
+		r := <-req.Reply
+		var got []string
+		for _, c := range r.Output {
+			got = append(got, c.Stream+":"+c.Data)
+		}
+		if want := []string{"stdout:streamed then", "stderr:err"}; fmt.Sprint(got) != fmt.Sprint(want) || r.Status != result.StatusSuccess {
+			t.Errorf("output %q (status %s), want %q", got, r.Status, want)
+		}
+	})
+}

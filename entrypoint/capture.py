@@ -247,14 +247,10 @@ class Capture:
             self.preview_dirty = True
             self.wake.set()
 
-    def _flush(self, runs, frames=None):
-        """Sends the (stream, text) runs, or appends their frames to frames."""
+    def _flush(self, runs):
+        """Sends the (stream, text) runs."""
         for stream, text in _merge(runs):
-            params = {"call": self.call, "stream": stream, "data": text}
-            if frames is None:
-                self.link.notify("output", params)
-            else:
-                frames.append({"jsonrpc": "2.0", "method": "output", "params": params})
+            self.link.notify("output", {"call": self.call, "stream": stream, "data": text})
 
     def _flusher(self):
         while True:
@@ -302,9 +298,10 @@ class Capture:
             self.preview_at = time.monotonic()
             self.link.notify("progress", {"call": self.call, "data": text})
 
-    def finish(self, result_repr, frames):
-        """Ends the call: appends the frames of what is left to frames (the
-        caller sends them with its reply) and returns (truncated, bytes, repr)."""
+    def finish(self, result_repr):
+        """Ends the call: returns (truncated, bytes, repr, runs), runs the
+        (stream, text) output not yet sent, which the caller sends with
+        its reply."""
         with self.lock:
             out = self.out
             truncated = out.dropped > 0
@@ -319,11 +316,11 @@ class Capture:
                     omitted = len(rb) - len(head) - len(tail)
                     result_repr = "%s\n[... %d bytes omitted ...]\n%s" % (head.decode(), omitted, tail.decode())
                     out.dropped += omitted
-            self._flush(out.drain(), frames)
+            runs = _merge(out.drain())
             out.close()
             self.call = None
             self.out = None
-            return truncated, out.total, result_repr
+            return truncated, out.total, result_repr, runs
 
 
 def _merge(chunks):

@@ -67,6 +67,7 @@ func (b *box) serveTools(id int, code string, servers []any, results map[string]
 			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"tools": []any{}}})
 		case m["method"] == nil && m["id"] == float64(id):
 			got.reply = m
+			got.output += replyOutput(m)
 			return got
 		}
 	}

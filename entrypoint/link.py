@@ -82,8 +82,12 @@ class Link:
         self._consumed = len(pending)
         self._acked = 0
 
+    @staticmethod
+    def _encode(obj):
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
     def _frame(self, obj):
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        data = self._encode(obj)
         if len(data) > self.max_frame:
             raise error(
                 "Frame of %d bytes exceeds the %d-byte limit (MCP_BRIDGE_MAX_FRAME_BYTES)" % (len(data), self.max_frame),
@@ -120,6 +124,22 @@ class Link:
             finally:
                 if main:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGINT)
+
+    def reply_exec(self, id_, call, result, runs):
+        """Replies to exec call with result, the call's output not yet sent
+        (runs of (stream, text)) in result["output"]: one frame for a call
+        that printed little. When that frame would be over the cap, the
+        output goes ahead of the reply as output notifications instead, in
+        one write with it."""
+        if runs:
+            result["output"] = [{"stream": s, "data": t} for s, t in runs]
+            data = self._encode(self.reply_frame(id_, result))
+            if len(data) <= self.max_frame:
+                self._write(data + b"\n")
+                return
+            del result["output"]
+        frames = [{"jsonrpc": "2.0", "method": "output", "params": {"call": call, "stream": s, "data": t}} for s, t in runs]
+        self.send_frames(frames + [self.reply_frame(id_, result)])
 
     def notify(self, method, params):
         self._send({"jsonrpc": "2.0", "method": method, "params": params})

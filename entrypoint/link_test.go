@@ -223,9 +223,21 @@ func (b *box) serve(id int, d time.Duration) (reply map[string]any, output strin
 		case m["method"] != nil && m["id"] != nil:
 			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"tools": []any{}, "ok": true}})
 		case m["method"] == nil && m["id"] == float64(id):
-			return m, output
+			return m, output + replyOutput(m)
 		}
 	}
+}
+
+// replyOutput is the output an exec reply m carries (result.output), the
+// part of the call's output it did not stream.
+func replyOutput(m map[string]any) string {
+	res, _ := m["result"].(map[string]any)
+	chunks, _ := res["output"].([]any)
+	out := ""
+	for _, c := range chunks {
+		out += fmt.Sprint(c.(map[string]any)["data"])
+	}
+	return out
 }
 
 func (b *box) waitExit(d time.Duration) bool {
@@ -411,6 +423,7 @@ func testBoxSavedToolsInExecFrame(t *testing.T, link string) {
 				b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{}})
 			case m["method"] == nil && m["id"] == float64(1):
 				reply = m
+				out += replyOutput(m)
 			}
 		}
 		want := "asked\n"
@@ -457,5 +470,35 @@ func testBoxFdOutputCaptured(t *testing.T, link string) {
 		if outcome(reply) != "ok" || out != c.want {
 			t.Errorf("%q: %v, output %q, want %q", c.code, reply, out, c.want)
 		}
+	}
+}
+
+// TestBoxOutputInReply: the output a cell leaves unstreamed rides in its
+// exec reply (result.output), so a call that prints little is one frame;
+// when that reply would be over the frame cap, the output goes ahead of it
+// as output notifications instead, and nothing is lost either way.
+func TestBoxOutputInReply(t *testing.T) { forEachLink(t, testBoxOutputInReply) }
+
+func testBoxOutputInReply(t *testing.T, link string) {
+	b := startBoxLimits(t, link, map[string]any{"maxFrameBytes": 1 << 20, "maxOutputBytes": 1 << 20})
+	b.next(30 * time.Second) // ready
+	b.send(execFrame(1, "print(1)"))
+	reply, out := b.serve(1, 30*time.Second)
+	if got := replyOutput(reply); got != "1\n" || out != "1\n" {
+		t.Errorf("print(1): output %q in the reply, %q in all; want both %q", got, out, "1\n")
+	}
+	// The head (the first 512 KiB) is streamed at once; the tail (100,000
+	// control characters, 600 KB as JSON) and the 500 KB result do not fit
+	// one 1 MiB frame together.
+	b.send(execFrame(2, "print('a' * 524288 + '\\x01' * 100000, end='')\n'b' * 500000"))
+	reply, out = b.serve(2, 30*time.Second)
+	if _, ok := reply["result"].(map[string]any)["output"]; ok {
+		t.Errorf("a reply over the frame cap carries the output: %.200v", reply)
+	}
+	if want := strings.Repeat("a", 524288) + strings.Repeat("\x01", 100000); out != want {
+		t.Errorf("output over the frame cap: %d bytes, want %d", len(out), len(want))
+	}
+	if res, _ := reply["result"].(map[string]any)["result"].(string); len(res) != 500002 {
+		t.Errorf("result: %d bytes, want 500002", len(res))
 	}
 }

@@ -47,6 +47,7 @@ func (b *box) serveResources(id int, code string, servers []any, contents map[st
 			reply(m, map[string]any{"tools": []any{}})
 		case m["method"] == nil && m["id"] == float64(id):
 			got.reply = m
+			got.output += replyOutput(m)
 			return got
 		}
 	}

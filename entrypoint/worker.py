@@ -257,8 +257,7 @@ class Runner:
                 _filter_tb(e)
                 CAPTURE.write("stderr", "".join(traceback.format_exception(e)))
                 outcome, exit_code, error = "exception", 1, _error_text(e)
-        frames = []
-        truncated, total, result_repr = CAPTURE.finish(result_repr, frames)
+        truncated, total, result_repr, runs = CAPTURE.finish(result_repr)
         reset = rt._end_call()
         res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
         saved = DISPLAY.IMAGES.end()
@@ -270,8 +269,7 @@ class Runner:
             res["error"] = error
         if notes:
             res["notes"] = notes
-        frames.append(LINK.reply_frame(msg["id"], res))
-        LINK.send_frames(frames)
+        LINK.reply_exec(msg["id"], params["call"], res, runs)
 
     def warm(self):
         """Runs a throwaway cell through the parser, the compiler and a

@@ -15,7 +15,9 @@
 //     the box treats as the same frame.
 //
 // box → host notifications during an exec: output (a chunk of stdout or
-// stderr), image (a figure or display()ed image), progress.
+// stderr), image (a figure or display()ed image), progress. The output not
+// yet streamed when a cell ends rides in its ExecResult (Output) instead,
+// after every output notification of the call.
 //
 // box → host at any time, only when the boot frame's limits set linkWindow
 // (a Kubernetes attach): ack AckParams (notification), the bytes of the

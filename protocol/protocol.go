@@ -158,6 +158,17 @@ type ExecResult struct {
 	// Saved lists the images of the call that were not attached (over a
 	// cap) and were written to files instead.
 	Saved []SavedImage `json:"saved,omitempty"`
+	// Output is the call's output not yet sent as output notifications
+	// when the cell ended, in order, after theirs: a cell that prints
+	// little needs no frame but its reply. The sandbox sends it as
+	// notifications instead when the reply would be over the frame cap.
+	Output []OutputChunk `json:"output,omitempty"`
+}
+
+// OutputChunk is a run of one stream's output in an ExecResult.
+type OutputChunk struct {
+	Stream string `json:"stream"`
+	Data   string `json:"data"`
 }
 
 // SavedImage is an image the sandbox wrote to a file instead of attaching it.

@@ -31,13 +31,14 @@ type benchReport struct {
 	} `json:"skipped"`
 }
 
-// TestBenchQuick runs `bridge bench --quick` and asserts only facts that
-// hold on any machine: it completes, the tool entry costs the same at 0
+// TestBenchQuick runs `bridge bench --quick --previous` (this same build)
+// and asserts only facts that hold on any machine: it completes, the tool entry costs the same at 0
 // and 1,000 proxied tools and stays within budget, the classic tools/list
 // grows with the catalog, and every figure is a finite value with a
 // baseline and at least one sample. No timing is asserted.
 func TestBenchQuick(t *testing.T) {
-	figs, bases, _ := runBenchQuick(t)
+	// --previous with this same build: the alternating blocks are measured.
+	figs, bases, _ := runBenchQuick(t, "--previous", bridgeBin)
 	need := func(id string) float64 {
 		t.Helper()
 		return needFigure(t, figs, id)
@@ -85,6 +86,11 @@ func TestBenchQuick(t *testing.T) {
 	if cpu := need("latency.warm.bridgecpu"); cpu <= 0 {
 		t.Errorf("the bridge's CPU per warm call: %v ms; want it measured (> 0)", cpu)
 	}
+	for _, id := range []string{"latency.warm.previous.p50", "latency.warm.previous.bridgecpu"} {
+		if v := need(id); v <= 0 || bases[id] <= 0 {
+			t.Errorf("%s: %v ms against %v ms; want both measured (> 0)", id, v, bases[id])
+		}
+	}
 	// A denied call never reaches the server: a machine-independent fact.
 	if leaks := need("approve.denied.leaks"); leaks != 0 {
 		t.Errorf("%v calls reached the server beyond the approved ones in the approve/deny cycles; want 0", leaks)
@@ -110,6 +116,9 @@ func TestBenchHTTPQuick(t *testing.T) {
 				t.Errorf("http.clients%d.%s = %v, want > 0", n, f, v)
 			}
 		}
+	}
+	if v := needFigure(t, figs, "http.warm.bridgecpu"); v <= 0 {
+		t.Errorf("http.warm.bridgecpu = %v ms, want it measured (> 0)", v)
 	}
 	if v := needFigure(t, figs, "http.rss"); v <= 0 {
 		t.Errorf("http.rss = %v MiB, want > 0", v)

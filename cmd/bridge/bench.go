@@ -47,6 +47,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	npmDir := fs.String("npm-dir", "", "`DIR` whose node_modules/.bin holds the real MCP servers measured for tokens (default $BRIDGE_TEST_NPM_DIR or ~/.cache/bridge-npm)")
 	runtime := fs.String("runtime", "", "container `RUNTIME` to measure: podman, docker or a path (default: MCP_BRIDGE_RUNTIME, else podman, else docker)")
 	bridgeBin := fs.String("bridge", "", "bridge `BINARY` to measure, e.g. an older build for a before/after comparison in one run (default: this one)")
+	previous := fs.String("previous", "", "measure the warm calls of bridge `BINARY` too (latency group), in blocks alternating with this build's: before/after figures from one run")
 	httpServe := fs.Bool("http", false, "measure bridge serve instead: 1, 10 and 50 concurrent HTTP clients, RSS per session and fairness (with --groups, those groups too)")
 	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes only when named: it needs a cluster, KUBECONFIG)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
@@ -92,6 +93,14 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		return m.usage("bench: %v", err)
 	}
 	version := Version()
+	if *previous != "" {
+		if *previous, err = filepath.Abs(*previous); err == nil {
+			_, err = os.Stat(*previous)
+		}
+		if err != nil {
+			return m.usage("bench: --previous: %v", err)
+		}
+	}
 	if *bridgeBin != "" {
 		if self, err = filepath.Abs(*bridgeBin); err != nil {
 			return m.usage("bench: --bridge: %v", err)
@@ -126,7 +135,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 		Bridge: self, Version: version, Env: benchEnv,
 		Samples: *samples, Quick: *quick, BaselineArgv: baseline, ContainerArgv: container, RuntimeCLI: cli,
 		SocketArgv:  socketArgv,
-		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, HTTP: *httpServe, Kube: kl, Log: m.Stderr,
+		MemoryLimit: env.MemoryBytes, NPMDir: *npmDir, Groups: only, HTTP: *httpServe, Kube: kl, Previous: *previous, Log: m.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: %v\n", err)

@@ -52,6 +52,10 @@ type Options struct {
 	// other run includes: 50 live sessions are more than a default run
 	// should start.
 	HTTP bool
+	// Previous is another build measured beside this one in the latency
+	// group, its warm calls in blocks alternating with this build's
+	// (bridge bench --previous): before/after figures from one run.
+	Previous string
 	// Kube starts the kubernetes group's own pods (the attach floor, a
 	// fresh pod per call) with the sandbox's spec; nil unless that group
 	// runs. The caller runs its Serve meanwhile, so those pods have a live

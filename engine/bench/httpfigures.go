@@ -71,6 +71,17 @@ func httpFigures(ctx context.Context, o Options, r *Report) error {
 			Value: tput, Unit: "calls/s", Baseline: "1 client", BaseVal: tputOne, Samples: len(lat)}, true)
 	}
 
+	// The bridge's CPU per call, one client: steadier than its latency on a
+	// shared machine, so the figure to compare builds by over HTTP too.
+	nCPU := max(per, 100)
+	cpu0 := processCPU(pid)
+	if _, _, err := concurrently(ctx, hs[:1], nCPU); err != nil {
+		return err
+	}
+	r.add(Figure{ID: "http.warm.bridgecpu", Name: "the bridge's CPU time per warm print(1) over HTTP, 1 client (all its threads)",
+		Value: ms((processCPU(pid) - cpu0) / time.Duration(nCPU)), Unit: "ms", Baseline: "HTTP, 1 client, warm print(1), p50",
+		BaseVal: p50one, Samples: nCPU}, true)
+
 	// The floors of one call over bridge serve: the loopback HTTP round
 	// trip it rides on, plus the sandbox link's own (the socket where the
 	// runtime passes one, else the stdio pipe), measured now.

@@ -24,14 +24,36 @@ func latencyFigures(ctx context.Context, o Options, r *Report) error {
 	if _, err := p.run(ctx, "print(1)", "default"); err != nil {
 		return err
 	}
-	cpu0 := processCPU(p.pid)
-	warm, err := sample(o.Samples, func() error { _, err := p.run(ctx, "print(1)", "default"); return err })
+	procs := []*proc{p}
+	if o.Previous != "" {
+		po := o
+		po.Bridge = o.Previous
+		q, stopQ, err := startBridge(ctx, po, nil)
+		if err != nil {
+			return fmt.Errorf("bench: --previous: %w", err)
+		}
+		defer stopQ()
+		if _, err := q.run(ctx, "print(1)", "default"); err != nil {
+			return fmt.Errorf("bench: --previous: %w", err)
+		}
+		procs = append(procs, q)
+	}
+	lats, cpus, err := warmBlocks(ctx, procs, o.Samples)
 	if err != nil {
 		return err
 	}
+	warm := lats[0]
 	// The bridge's own CPU per warm call: far steadier than a latency on a
 	// shared machine, so it is the figure to compare builds by.
-	cpu := ms((processCPU(p.pid) - cpu0) / time.Duration(len(warm)))
+	cpu := ms(cpus[0] / time.Duration(len(warm)))
+	if o.Previous != "" {
+		prevCPU := ms(cpus[1] / time.Duration(len(lats[1])))
+		const blocks = "the previous build (--previous), p50, in blocks alternating with this build's"
+		r.add(Figure{ID: "latency.warm.previous.p50", Name: "warm run_python print(1) p50, this build against the previous one",
+			Value: ms(pct(warm, 50)), Unit: "ms", Baseline: blocks, BaseVal: ms(pct(lats[1], 50)), Samples: len(warm)}, true)
+		r.add(Figure{ID: "latency.warm.previous.bridgecpu", Name: "the bridge's CPU time per warm print(1), this build against the previous one",
+			Value: cpu, Unit: "ms", Baseline: strings.Replace(blocks, "p50", "CPU per call", 1), BaseVal: prevCPU, Samples: len(warm)}, true)
+	}
 	fresh, err := sample(max(5, o.Samples/5), func() error {
 		out, err := exec.CommandContext(ctx, o.BaselineArgv[0], o.BaselineArgv[1:]...).CombinedOutput()
 		if err != nil {
@@ -279,4 +301,26 @@ func coldTimeline(ctx context.Context, bin string, env []string) (timeline, erro
 		return timeline{}, fmt.Errorf("bench: bridge exec (debug log) printed %q, ready line found %v: %v %v", line, t.ready >= 0, rerr, werr)
 	}
 	return t, nil
+}
+
+// warmBlocks runs n warm print(1) calls on each of procs, in blocks of 50
+// alternating between them, so that each sees the same machine over the
+// same seconds: a before/after comparison in one run is then fair even on
+// a shared machine. It returns each one's latencies and the CPU time its
+// bridge process spent in its blocks.
+func warmBlocks(ctx context.Context, procs []*proc, n int) (lats [][]time.Duration, cpus []time.Duration, err error) {
+	const block = 50
+	lats, cpus = make([][]time.Duration, len(procs)), make([]time.Duration, len(procs))
+	for done := 0; done < n; done += block {
+		for i, p := range procs {
+			c0 := processCPU(p.pid)
+			d, err := sample(min(block, n-done), func() error { _, err := p.run(ctx, "print(1)", "default"); return err })
+			if err != nil {
+				return nil, nil, err
+			}
+			cpus[i] += processCPU(p.pid) - c0
+			lats[i] = append(lats[i], d...)
+		}
+	}
+	return lats, cpus, nil
 }
