@@ -138,5 +138,5 @@ while len(_d) < %d:
     except MCPError:
         continue
     _d.append(_t.perf_counter() - _s)
-print(_j.dumps(_d))`, n)
+print(_j.dumps([round(x * 1e7) for x in _d], separators=(",", ":")))`, n)
 }

@@ -163,7 +163,8 @@ func (e echoTimes) gap(id, over string) (Figure, bool) {
 }
 
 // timedLoop is Python that runs stmt n times (i is the index) and prints
-// each duration in seconds as a JSON list.
+// each duration as a JSON list of integers in units of 100 ns: compact,
+// so that thousands of samples stay within the sandbox's output cap.
 func timedLoop(n int, stmt string) string {
 	return fmt.Sprintf(`import time as _t, json as _j
 _d = []
@@ -171,17 +172,18 @@ for i in range(%d):
     _s = _t.perf_counter()
     %s
     _d.append(_t.perf_counter() - _s)
-print(_j.dumps(_d))`, n, stmt)
+print(_j.dumps([round(x * 1e7) for x in _d], separators=(",", ":")))`, n, stmt)
 }
 
+// secondsList reads the durations a timedLoop printed.
 func secondsList(text string) ([]time.Duration, error) {
-	var secs []float64
-	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &secs); err != nil {
-		return nil, fmt.Errorf("bench: %q: %w", text, err)
+	var units []int64
+	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &units); err != nil {
+		return nil, fmt.Errorf("bench: timed loop printed %.200q (over the output cap? fewer --samples): %w", text, err)
 	}
-	out := make([]time.Duration, len(secs))
-	for i, s := range secs {
-		out[i] = time.Duration(s * float64(time.Second))
+	out := make([]time.Duration, len(units))
+	for i, u := range units {
+		out[i] = time.Duration(u) * 100 * time.Nanosecond
 	}
 	return out, nil
 }
