@@ -142,7 +142,6 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 			return
 		}
 		a.add(p.Stream, p.Data)
-
 	case protocol.MethodImage, protocol.MethodProgress:
 		s.handleMedia(req)
 	case protocol.MethodAck:
