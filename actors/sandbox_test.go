@@ -1,10 +1,8 @@
 package actors
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
@@ -21,17 +19,8 @@ func TestBackendWithoutProcess(t *testing.T) {
 				t.Errorf("started %d sandboxes, removed %d times, released %d; want each removed and released once", n, l.removed.Load(), l.released.Load())
 			}
 		})
-		ctx := context.Background()
 		m := startSessions(t, testConfig(l), 2)
-		s, err := m.Get(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := newRequest(ctx, 10*time.Second)
-		if !s.Exec(ctx, req) {
-			t.Fatal("Exec refused")
-		}
-		if got := <-req.Reply; got.Status != result.StatusSuccess {
+		if got := callIn(t, m, "a"); got.Status != result.StatusSuccess {
 			t.Errorf("got %s %q, want success", got.Status, got.Error)
 		}
 	})

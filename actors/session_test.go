@@ -47,6 +47,27 @@ func newRequest(ctx context.Context, timeout time.Duration) *ExecRequest {
 	return &ExecRequest{Ctx: ctx, Code: "1", Timeout: timeout, Deadline: time.Now().Add(timeout), Reply: make(chan result.Result, 1)}
 }
 
+// execOnce runs one call with a 10 s timeout in s and returns its result.
+func execOnce(t *testing.T, s *Session) result.Result {
+	t.Helper()
+	ctx := context.Background()
+	req := newRequest(ctx, 10*time.Second)
+	if !s.Exec(ctx, req) {
+		t.Fatal("Exec refused")
+	}
+	return <-req.Reply
+}
+
+// callIn runs one call in m's session name (execOnce).
+func callIn(t *testing.T, m *Sessions, name string) result.Result {
+	t.Helper()
+	s, err := m.Get(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return execOnce(t, s)
+}
+
 // TestEvictedSessionAnswersEveryCall: a caller that got a session just
 // before it was evicted still gets exactly one reply; the evicted session
 // is done and refuses to queue the call itself (issue 14).
@@ -200,17 +221,8 @@ func TestSpareReplacedAfterFirstCall(t *testing.T) {
 				sup.Add(m)
 				serveUntilCleanup(t, sup)
 				synctest.Wait() // the spare is ready
-				ctx := context.Background()
-				s, err := m.Get(ctx, "a")
-				if err != nil {
-					t.Fatal(err)
-				}
 				called := time.Now()
-				req := newRequest(ctx, 10*time.Second)
-				if !s.Exec(ctx, req) {
-					t.Fatal("call not queued")
-				}
-				if r := <-req.Reply; r.Status != result.StatusSuccess {
+				if r := callIn(t, m, "a"); r.Status != result.StatusSuccess {
 					t.Fatalf("call: %+v", r)
 				}
 				time.Sleep(spareDelay + time.Second)
@@ -247,17 +259,8 @@ func TestFailedSpareStartsFresh(t *testing.T) {
 					}
 					return boxScript{}
 				}}
-				ctx := context.Background()
 				m := startSessions(t, testConfig(l), 2)
-				s, err := m.Get(ctx, "a")
-				if err != nil {
-					t.Fatal(err)
-				}
-				req := newRequest(ctx, 10*time.Second)
-				if !s.Exec(ctx, req) {
-					t.Fatal("Exec refused")
-				}
-				if got := <-req.Reply; got.Status != result.StatusSuccess {
+				if got := callIn(t, m, "a"); got.Status != result.StatusSuccess {
 					t.Errorf("got %s %q, want success from a fresh sandbox", got.Status, got.Error)
 				}
 			})
@@ -283,13 +286,7 @@ func TestIdleSessionReaped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := func() result.Result {
-			req := newRequest(ctx, 10*time.Second)
-			if !s.Exec(ctx, req) {
-				t.Fatal("Exec refused")
-			}
-			return <-req.Reply
-		}
+		call := func() result.Result { return execOnce(t, s) }
 		if got := call(); got.Status != result.StatusSuccess || got.StateLost {
 			t.Fatalf("first call: %s %q, state lost %v", got.Status, got.Error, got.StateLost)
 		}
@@ -324,16 +321,7 @@ func TestOutputInExecReply(t *testing.T) {
 			}
 		}}
 		m := startSessions(t, testConfig(l), 4)
-		ctx := context.Background()
-		s, err := m.Get(ctx, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := newRequest(ctx, 10*time.Second)
-		if !s.Exec(ctx, req) {
-			t.Fatal("call not queued")
-		}
-		r := <-req.Reply
+		r := callIn(t, m, "a")
 		var got []string
 		for _, c := range r.Output {
 			got = append(got, c.Stream+":"+c.Data)
