@@ -9,13 +9,14 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/bridge-mcp/bridge/engine/kube"
 	"io"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/bridge-mcp/bridge/engine/kube"
 )
 
 // Options configure a run.

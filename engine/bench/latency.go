@@ -48,11 +48,12 @@ func latencyFigures(ctx context.Context, o Options, r *Report) error {
 	cpu := ms(cpus[0] / time.Duration(len(warm)))
 	if o.Previous != "" {
 		prevCPU := ms(cpus[1] / time.Duration(len(lats[1])))
-		const blocks = "the previous build (--previous), p50, in blocks alternating with this build's"
 		r.add(Figure{ID: "latency.warm.previous.p50", Name: "warm run_python print(1) p50, this build against the previous one",
-			Value: ms(pct(warm, 50)), Unit: "ms", Baseline: blocks, BaseVal: ms(pct(lats[1], 50)), Samples: len(warm)}, true)
+			Value: ms(pct(warm, 50)), Unit: "ms", Baseline: "the previous build (--previous), p50, in blocks alternating with this build's",
+			BaseVal: ms(pct(lats[1], 50)), Samples: len(warm)}, true)
 		r.add(Figure{ID: "latency.warm.previous.bridgecpu", Name: "the bridge's CPU time per warm print(1), this build against the previous one",
-			Value: cpu, Unit: "ms", Baseline: strings.Replace(blocks, "p50", "CPU per call", 1), BaseVal: prevCPU, Samples: len(warm)}, true)
+			Value: cpu, Unit: "ms", Baseline: "the previous build (--previous), CPU per call, in blocks alternating with this build's",
+			BaseVal: prevCPU, Samples: len(warm)}, true)
 	}
 	fresh, err := sample(max(5, o.Samples/5), func() error {
 		out, err := exec.CommandContext(ctx, o.BaselineArgv[0], o.BaselineArgv[1:]...).CombinedOutput()

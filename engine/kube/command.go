@@ -32,10 +32,9 @@ type Attached struct {
 // StartCommand starts a pod like a sandbox's but running command, waits
 // until it runs (within the start timeout) and attaches to it; the attach
 // ends with ctx. Close ends the attach and deletes the pod; on error
-// nothing of it is left. The pod
-// carries the launcher's owner label, so a caller that does not run Serve
-// (which holds the owner's Lease) must be done within the sweep's grace
-// for pods without one (orphanAge).
+// nothing of it is left. The pod carries the launcher's owner label, so a
+// caller that does not run Serve (which holds the owner's Lease) must be
+// done within the sweep's grace for pods without one (orphanAge).
 func (l *Launcher) StartCommand(ctx context.Context, command []string) (*Attached, error) {
 	c, err := l.connect()
 	if err != nil {
