@@ -502,3 +502,24 @@ func testBoxOutputInReply(t *testing.T, link string) {
 		t.Errorf("result: %d bytes, want 500002", len(res))
 	}
 }
+
+// TestBoxLastExpression: a cell's last expression is its value, and an
+// error in it is reported at its own line, also when it spans lines (the
+// rewrite that keeps the value places its new nodes at the expression's).
+func TestBoxLastExpression(t *testing.T) {
+	b := startBox(t, "socket")
+	b.next(30 * time.Second) // ready
+	b.send(execFrame(1, "x = 2\n[x,\n x * 3]"))
+	reply, _ := b.serve(1, 30*time.Second)
+	if got, _ := reply["result"].(map[string]any)["result"].(string); got != "[2, 6]" {
+		t.Errorf("last expression's value: %q, want %q (reply %v)", got, "[2, 6]", reply)
+	}
+	b.send(execFrame(2, "y = 1\n(y +\n 1/0)"))
+	reply, out := b.serve(2, 30*time.Second)
+	if got, _ := reply["result"].(map[string]any)["error"].(string); !strings.HasPrefix(got, "ZeroDivisionError") {
+		t.Errorf("error: %q, want a ZeroDivisionError (reply %v)", got, reply)
+	}
+	if want := `File "<cell-2>", line 3, in <module>`; !strings.Contains(out, want) {
+		t.Errorf("traceback lacks %q:\n%s", want, out)
+	}
+}

@@ -362,9 +362,10 @@ class Runner:
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             expr = tree.body[-1]
-            tree.body[-1] = ast.copy_location(
-                ast.Assign(targets=[ast.Name(id="__bridge_value__", ctx=ast.Store())], value=expr.value), expr)
-            ast.fix_missing_locations(tree)
+            # The two new nodes take the expression's place in the source;
+            # fix_missing_locations would walk the whole tree for them.
+            target = ast.copy_location(ast.Name(id="__bridge_value__", ctx=ast.Store()), expr)
+            tree.body[-1] = ast.copy_location(ast.Assign(targets=[target], value=expr.value), expr)
             last = "__bridge_value__"
         co = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         self.ns.pop("__bridge_value__", None)

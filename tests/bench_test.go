@@ -82,6 +82,14 @@ func TestBenchQuick(t *testing.T) {
 		"approve.roundtrip.p50"} {
 		need(id)
 	}
+	// The warm call's parts were measured alone: the worker and the MCP hop.
+	for _, id := range []string{"latency.floor.worker.p50", "latency.floor.front.p50"} {
+		if v := need(id); v <= 0 {
+			t.Errorf("%s = %v ms, want it measured (> 0)", id, v)
+		}
+	}
+	need("latency.warm.parts")
+	need("latency.warm.own")
 	// The bridge's CPU per warm call was measured: it did some work.
 	if cpu := need("latency.warm.bridgecpu"); cpu <= 0 {
 		t.Errorf("the bridge's CPU per warm call: %v ms; want it measured (> 0)", cpu)
