@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // doctorPodBound bounds the throwaway pod of a doctor check.
@@ -26,7 +27,7 @@ func (l *Launcher) Doctor(ctx context.Context, add func(status, name, format str
 	var version struct {
 		GitVersion string `json:"gitVersion"`
 	}
-	raw, err := c.core.Get().AbsPath("/version").Do(ctx).Raw()
+	raw, err := rawBody(c.core.Get().AbsPath("/version").Do(ctx))
 	if err == nil {
 		err = json.Unmarshal(raw, &version)
 	}
@@ -39,6 +40,16 @@ func (l *Launcher) Doctor(ctx context.Context, add func(status, name, format str
 	l.doctorImage(ctx, c, add)
 	l.doctorNetworkPolicy(ctx, c, add)
 	add("WARN", "pod limits", "the sandbox's /tmp and /workspace are memory emptyDirs, which cannot be noexec, and its process limit is the kubelet's podPidsLimit, not MCP_BRIDGE_PIDS (docs/SECURITY.md, per-backend table)")
+}
+
+// rawBody is r's body, or its error as the API server stated it: Raw
+// alone gives a refusal in JSON as "unknown", without the server's message.
+func rawBody(r rest.Result) ([]byte, error) {
+	raw, err := r.Raw()
+	if err != nil {
+		return nil, r.Error()
+	}
+	return raw, nil
 }
 
 // needed is what the backend does with the API, as access review attributes.
@@ -59,8 +70,8 @@ func (l *Launcher) doctorRBAC(ctx context.Context, c *clients, add func(status, 
 			"spec": map[string]any{"resourceAttributes": map[string]any{
 				"namespace": c.namespace, "group": n.group, "resource": resource, "subresource": sub, "verb": n.verb}}}
 		body, _ := json.Marshal(review)
-		raw, err := c.core.Post().AbsPath("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").
-			SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+		raw, err := rawBody(c.core.Post().AbsPath("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews").
+			SetHeader("Content-Type", "application/json").Body(body).Do(ctx))
 		var out struct {
 			Status struct {
 				Allowed bool `json:"allowed"`
@@ -151,7 +162,7 @@ func (l *Launcher) doctorSeccomp(add func(status, name, format string, a ...any)
 // doctorNetworkPolicy checks that a NetworkPolicy in the namespace selects
 // the sandbox pods and denies both directions.
 func (l *Launcher) doctorNetworkPolicy(ctx context.Context, c *clients, add func(status, name, format string, a ...any)) {
-	raw, err := c.core.Get().AbsPath("/apis/networking.k8s.io/v1/namespaces", c.namespace, "networkpolicies").Do(ctx).Raw()
+	raw, err := rawBody(c.core.Get().AbsPath("/apis/networking.k8s.io/v1/namespaces", c.namespace, "networkpolicies").Do(ctx))
 	var list struct {
 		Items []struct {
 			Metadata struct {

@@ -36,8 +36,8 @@ func TestDoctorNetworkPolicy(t *testing.T) {
 		{"ingress only", 200, `{"items":[{"metadata":{"name":"in"},"spec":{"podSelector":{},"policyTypes":["Ingress"]}}]}`,
 			"no NetworkPolicy in namespace sbx denies all traffic"},
 		{"none", 200, `{"items":[]}`, "no NetworkPolicy in namespace sbx denies all traffic"},
-		{"forbidden", 403, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"networkpolicies is forbidden"}`,
-			"list networkpolicies forbidden in namespace sbx"},
+		{"forbidden", 403, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"networkpolicies.networking.k8s.io is forbidden: User \"u\" cannot list resource \"networkpolicies\" in API group \"networking.k8s.io\" in the namespace \"sbx\""}`,
+			`list networkpolicies forbidden in namespace sbx: networkpolicies.networking.k8s.io is forbidden: User "u" cannot list`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -260,8 +261,12 @@ func notStarted(pod *corev1.Pod, bound time.Duration) error {
 // permissions the bridge needs, an unreachable API server its address.
 func (l *Launcher) apiError(c *clients, what string, err error) error {
 	switch {
-	case apierrors.IsForbidden(err):
+	case apierrors.IsForbidden(err) && rbacDenial.MatchString(err.Error()):
 		return fmt.Errorf("kubernetes: %s forbidden in namespace %s: %s (the bridge's account needs pods create/get/list/delete and pods/attach create there; `bridge kubernetes manifests` has the Role)", what, c.namespace, oneLine(err.Error()))
+	case apierrors.IsForbidden(err):
+		// An admission plugin's refusal (Pod Security, a quota, a missing
+		// ServiceAccount): its message is the fix, not the Role.
+		return fmt.Errorf("kubernetes: %s refused in namespace %s: %s", what, c.namespace, oneLine(err.Error()))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("kubernetes: %s: the API server at %s refused the credentials (check KUBECONFIG)", what, c.cfg.Host)
 	case isUnreachable(err):
@@ -269,6 +274,10 @@ func (l *Launcher) apiError(c *clients, what string, err error) error {
 	}
 	return fmt.Errorf("kubernetes: %s: %s", what, oneLine(err.Error()))
 }
+
+// rbacDenial matches the API server's authorization refusal (`User "u"
+// cannot create resource "pods" ...`), as opposed to an admission plugin's.
+var rbacDenial = regexp.MustCompile(`\bcannot [a-z]+ resource\b`)
 
 // isUnreachable reports a network error talking to the API server.
 func isUnreachable(err error) bool {

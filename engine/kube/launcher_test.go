@@ -51,22 +51,29 @@ func TestPodStarted(t *testing.T) {
 	}
 }
 
-// TestAPIError checks that a forbidden request names the namespace and the
-// permissions, and an unreachable server its address.
+// TestAPIError checks that a request the Role does not allow names the
+// namespace and the permissions, one an admission plugin refused says why
+// without blaming the Role, and an unreachable server its address.
 func TestAPIError(t *testing.T) {
 	l := New(Config{Owner: "o"}, 0, zerolog.Nop())
 	c := &clients{cfg: &rest.Config{Host: "https://api:6443"}, namespace: "sbx"}
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+	pods := schema.GroupResource{Resource: "pods"}
+	rbac := apierrors.NewForbidden(pods, "", errors.New(`User "system:serviceaccount:sbx:nobody" cannot create resource "pods" in API group "" in the namespace "sbx"`))
+	admission := apierrors.NewForbidden(pods, "bridge-1", errors.New(`error looking up service account sbx/default: serviceaccount "default" not found`))
+	const role = "`bridge kubernetes manifests` has the Role"
 	for _, tt := range []struct {
-		err  error
-		want string
+		err           error
+		want, notWant string
 	}{
-		{forbidden, "kubernetes: create pod forbidden in namespace sbx: "},
-		{apierrors.NewUnauthorized("x"), "refused the credentials"},
-		{errors.New(`Post "https://api:6443/api/v1": dial tcp 127.0.0.1:6443: connect: connection refused`), "kubernetes: the API server at https://api:6443 is unreachable"},
+		{rbac, "kubernetes: create pod forbidden in namespace sbx: ", ""},
+		{rbac, role, ""},
+		{admission, `kubernetes: create pod refused in namespace sbx: pods "bridge-1" is forbidden: error looking up service account`, role},
+		{apierrors.NewUnauthorized("x"), "refused the credentials", ""},
+		{errors.New(`Post "https://api:6443/api/v1": dial tcp 127.0.0.1:6443: connect: connection refused`), "kubernetes: the API server at https://api:6443 is unreachable", ""},
 	} {
-		if got := l.apiError(c, "create pod", tt.err).Error(); !strings.Contains(got, tt.want) || strings.Contains(got, "\n") {
-			t.Errorf("apiError(%v) = %q, want one line with %q", tt.err, got, tt.want)
+		got := l.apiError(c, "create pod", tt.err).Error()
+		if !strings.Contains(got, tt.want) || strings.Contains(got, "\n") || (tt.notWant != "" && strings.Contains(got, tt.notWant)) {
+			t.Errorf("apiError(%v) = %q, want one line with %q, without %q", tt.err, got, tt.want, tt.notWant)
 		}
 	}
 }
