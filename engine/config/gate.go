@@ -47,23 +47,16 @@ type GatePaths struct {
 	Files, Dirs []string
 }
 
-// StampPaths are the paths Stamp(o) covers.
+// StampPaths are the paths Stamp(o) covers, from the same list.
 func StampPaths(o Options) GatePaths {
 	var p GatePaths
-	if o.Dir != "" {
-		p.Dirs = append(p.Dirs, o.Dir)
-	}
-	if o.Extra != "" {
-		p.Files = append(p.Files, o.Extra)
-	}
-	for _, f := range agentFiles(o) {
-		if f.dir {
-			p.Dirs = append(p.Dirs, f.path)
+	for _, c := range coveredPaths(o) {
+		if c.dir {
+			p.Dirs = append(p.Dirs, c.path)
 		} else {
-			p.Files = append(p.Files, f.path)
+			p.Files = append(p.Files, c.path)
 		}
 	}
-	p.Files = append(p.Files, approvalFiles(o)...)
 	return p
 }
 

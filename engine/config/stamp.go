@@ -48,31 +48,53 @@ type listing struct {
 const racyWindow = 2 * time.Second
 
 // Stamp is Stamp(o) with dir listings reused while their dir is unchanged.
-// StampPaths (gate.go) names the same paths: keep the two in step.
 func (st *Stamper) Stamp(o Options) string {
 	s := stamper{st: st}
-	s.field("dir", o.Dir)
-	if o.Dir != "" {
-		if fi := s.stat(o.Dir); fi != nil {
-			s.jsonFiles(o.Dir, fi)
+	for _, c := range st.plan(o) {
+		s.field(c.tag, c.path)
+		var fi fs.FileInfo
+		if c.oftenMissing {
+			fi = s.statOrMissing(c.path)
+		} else {
+			fi = s.stat(c.path)
 		}
-	}
-	s.field("extra", o.Extra)
-	if o.Extra != "" {
-		s.stat(o.Extra)
-	}
-	agents, approvals := st.plan(o)
-	for _, f := range agents {
-		s.field("agent", f.path)
-		if fi := s.statOrMissing(f.path); fi != nil && f.dir {
-			s.jsonFiles(f.path, fi)
+		if fi != nil && c.dir {
+			s.jsonFiles(c.path, fi)
 		}
-	}
-	for _, p := range approvals {
-		s.field("approval", p)
-		s.statOrMissing(p)
 	}
 	return string(s.b)
+}
+
+// covered is one path a Stamp covers. Stamp and StampPaths (the Gate's
+// watches) both take their paths from coveredPaths, so the Gate watches
+// exactly what the check stats.
+type covered struct {
+	tag  string // the stamp's field: dir, extra, agent or approval
+	path string
+	dir  bool // its *.json entries count too, not only its own stat
+	// oftenMissing: most agent and approval paths do not exist, so a
+	// missing one is remembered (stampmissing.go).
+	oftenMissing bool
+}
+
+// coveredPaths are the paths a Stamp of o covers, in stamp order: the
+// config dir, the extra servers file, the agents' files and dirs, the
+// approval files.
+func coveredPaths(o Options) []covered {
+	var cs []covered
+	if o.Dir != "" {
+		cs = append(cs, covered{tag: "dir", path: o.Dir, dir: true})
+	}
+	if o.Extra != "" {
+		cs = append(cs, covered{tag: "extra", path: o.Extra})
+	}
+	for _, f := range agentFiles(o) {
+		cs = append(cs, covered{tag: "agent", path: f.path, dir: f.dir, oftenMissing: true})
+	}
+	for _, p := range approvalFiles(o) {
+		cs = append(cs, covered{tag: "approval", path: p, oftenMissing: true})
+	}
+	return cs
 }
 
 // names returns the *.json names in dir (whose stat is fi), by name.

@@ -37,13 +37,12 @@ type missingPath struct {
 	state    dirStat
 }
 
-// stampPlan is the fields and paths a Stamp of opts covers, computed once
-// per Options (the stamp runs before every call; the joins cost more than
-// the stats they name when most paths are cached).
+// stampPlan is the paths a Stamp of opts covers, computed once per Options
+// (the stamp runs before every call; the joins cost more than the stats
+// they name when most paths are cached).
 type stampPlan struct {
-	opts   Options
-	agents []agentFile
-	approv []string
+	opts  Options
+	paths []covered
 }
 
 // samePlanOptions reports whether a and b name the same paths.
@@ -53,21 +52,21 @@ func samePlanOptions(a, b Options) bool {
 		(a.Sources == nil) == (b.Sources == nil)
 }
 
-// plan returns the agent files and approval files of o, reusing the last
-// plan while o names the same paths.
-func (st *Stamper) plan(o Options) ([]agentFile, []string) {
+// plan returns the paths a Stamp of o covers, reusing the last plan while
+// o names the same paths.
+func (st *Stamper) plan(o Options) []covered {
 	st.mu.Lock()
 	p := st.lastPlan
 	st.mu.Unlock()
 	if p != nil && samePlanOptions(p.opts, o) {
-		return p.agents, p.approv
+		return p.paths
 	}
-	p = &stampPlan{opts: o, agents: agentFiles(o), approv: approvalFiles(o)}
+	p = &stampPlan{opts: o, paths: coveredPaths(o)}
 	p.opts.Sources = slices.Clone(o.Sources)
 	st.mu.Lock()
 	st.lastPlan = p
 	st.mu.Unlock()
-	return p.agents, p.approv
+	return p.paths
 }
 
 // stillMissing reports whether path is known missing: it was missing when
