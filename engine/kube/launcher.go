@@ -257,8 +257,9 @@ func notStarted(pod *corev1.Pod, bound time.Duration) error {
 	return fmt.Errorf("Sandbox pod %s did not start within %ds (MCP_BRIDGE_START_TIMEOUT)", pod.Name, int(bound/time.Second))
 }
 
-// apiError is err as one actionable line: a forbidden request names the
-// permissions the bridge needs, an unreachable API server its address.
+// apiError is err as one actionable line: a request the bridge's account
+// may not make names the permissions it needs, one an admission plugin
+// refused the server's reason, an unreachable API server its address.
 func (l *Launcher) apiError(c *clients, what string, err error) error {
 	switch {
 	case apierrors.IsForbidden(err) && rbacDenial.MatchString(err.Error()):
