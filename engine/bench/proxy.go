@@ -138,19 +138,19 @@ func measureEcho(ctx context.Context, p, direct *proc, samples int) (echoTimes, 
 		return e, err
 	}
 	e.link = e.link[5:]
-	for i := range samples + 5 {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = "echo"
-		req.Params.Arguments = map[string]any{"text": "x"}
-		start := time.Now()
-		if _, err := direct.c.CallTool(ctx, req); err != nil {
-			return e, fmt.Errorf("bench: direct echo: %w", err)
-		}
-		if i >= 5 {
-			e.direct = append(e.direct, time.Since(start))
-		}
+	e.direct, err = warmSample(5, samples, func() error { return direct.echo(ctx) })
+	return e, err
+}
+
+// echo calls the bench server's echo tool on p, a direct client of it.
+func (p *proc) echo(ctx context.Context) error {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "echo"
+	req.Params.Arguments = map[string]any{"text": "x"}
+	if _, err := p.c.CallTool(ctx, req); err != nil {
+		return fmt.Errorf("bench: direct echo: %w", err)
 	}
-	return e, nil
+	return nil
 }
 
 // gap is what a proxied echo adds over its parts (issue 27's target): its

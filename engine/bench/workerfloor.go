@@ -6,13 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
@@ -26,53 +21,17 @@ import (
 func workerFloor(ctx context.Context, o Options, n int) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	var (
-		cmd  *exec.Cmd
-		in   io.Writer
-		out  *bufio.Reader
-		box  *os.File // the container's end of the socket, closed here once it started
-		done func()
-	)
-	if o.SocketArgv != nil {
-		host, boxEnd, err := protocol.SocketPair()
-		if err != nil {
-			return nil, fmt.Errorf("bench: worker floor: %w", err)
-		}
-		defer host.Close()
-		argv := append(append([]string{}, o.SocketArgv...), "python3", "-u", "-c", entrypoint.Bootstrap, "3")
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-		box = boxEnd
-		cmd.ExtraFiles = []*os.File{box}
-		in, out = host, bufio.NewReader(host)
-		done = func() { _ = syscall.Shutdown(int(host.Fd()), syscall.SHUT_WR) }
-	} else {
-		argv := append(append([]string{}, o.ContainerArgv...), "python3", "-u", "-c", entrypoint.Bootstrap)
-		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
-		w, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, fmt.Errorf("bench: worker floor: %w", err)
-		}
-		r, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, fmt.Errorf("bench: worker floor: %w", err)
-		}
-		in, out, done = w, bufio.NewReader(r), func() { _ = w.Close() }
+	socket := o.SocketArgv != nil
+	argv := append(append([]string{}, o.ContainerArgv...), "python3", "-u", "-c", entrypoint.Bootstrap)
+	if socket {
+		argv = append(append([]string{}, o.SocketArgv...), "python3", "-u", "-c", entrypoint.Bootstrap, "3")
 	}
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Start()
-	if box != nil {
-		box.Close()
-	}
+	b, err := startFloorBox(ctx, argv, socket, "worker floor")
 	if err != nil {
-		return nil, fmt.Errorf("bench: worker floor container: %w", err)
+		return nil, err
 	}
-	d, err := workerRounds(in, out, n)
-	done()
-	_, _ = io.Copy(io.Discard, out)
-	if werr := cmd.Wait(); err == nil && werr != nil {
-		err = fmt.Errorf("bench: worker floor container: %w", werr)
-	}
-	return d, err
+	d, err := workerRounds(b.in, b.out, n)
+	return d, b.finish(err)
 }
 
 // workerRounds boots the sandbox on in/out, waits for its ready frame and
@@ -101,12 +60,7 @@ func workerRounds(in io.Writer, out *bufio.Reader, n int) ([]time.Duration, erro
 	if err := awaitFrame(in, out, 0); err != nil { // the ready frame
 		return nil, err
 	}
-	for range 5 {
-		if err := exec(); err != nil {
-			return nil, err
-		}
-	}
-	return sample(n, exec)
+	return warmSample(5, n, exec)
 }
 
 // awaitFrame reads frames until the reply to exec call (call 0: the ready
@@ -151,19 +105,5 @@ func frontFloor(ctx context.Context, o Options, n int) ([]time.Duration, error) 
 		return nil, err
 	}
 	defer p.close()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = "echo"
-	req.Params.Arguments = map[string]any{"text": "x"}
-	call := func() error {
-		if _, err := p.c.CallTool(ctx, req); err != nil {
-			return fmt.Errorf("bench: front floor: %w", err)
-		}
-		return nil
-	}
-	for range 5 {
-		if err := call(); err != nil {
-			return nil, err
-		}
-	}
-	return sample(n, call)
+	return warmSample(5, n, func() error { return p.echo(ctx) })
 }
