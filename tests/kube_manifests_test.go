@@ -75,20 +75,13 @@ func TestKubeManifests(t *testing.T) {
 		t.Fatal("no Deployment pod template")
 	}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "bridge-dry-run"}, "spec": template["spec"]}
-	dryRunPod := func(pod map[string]any) error {
-		body, _ := json.Marshal(pod)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return client.Post().AbsPath("/api/v1/namespaces", ns, "pods").Param("dryRun", "All").Body(body).
-			SetHeader("Content-Type", "application/json").Do(ctx).Error()
-	}
 	spec := pod["spec"].(map[string]any)
-	if err := dryRunPod(pod); err != nil {
+	if err := createObject(t, client, pod, ns, true); err != nil {
 		t.Errorf("the Deployment's pod at the restricted level: %v", err)
 	}
 	c := spec["containers"].([]any)[0].(map[string]any)
 	delete(c["securityContext"].(map[string]any), "capabilities") // keeps the runtime's default capabilities
-	if err := dryRunPod(pod); err == nil || !strings.Contains(err.Error(), "restricted") {
+	if err := createObject(t, client, pod, ns, true); err == nil || !strings.Contains(err.Error(), "restricted") {
 		t.Errorf("a pod with default capabilities in the namespace: got %v, want PodSecurity to refuse it", err)
 	}
 }
