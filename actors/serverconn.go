@@ -241,7 +241,11 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		bi.SetRequestHandler(conn.handleRequest)
 	}
 	fail := func(err error) (*serverConn, []ToolInfo, error) {
-		if se := signInError(err); se != err {
+		// asSignIn, not a comparison of err with what signInError
+		// returns: a server's error reply can have an uncomparable
+		// dynamic type (mcp-go's UnsupportedProtocolVersionError holds a
+		// slice), and == on it panics.
+		if se := asSignIn(err); se != nil {
 			conn.close()
 			return nil, nil, se
 		}
