@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func TestInputStatesBinding(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := tb.take("forged-"+state, own, time.Minute); err != errInputStateUnknown {
+	if _, err := tb.take("forged-"+state, own, time.Minute); !errors.Is(err, errInputStateUnknown) {
 		t.Errorf("a forged requestState: %v", err)
 	}
 	// The same arguments with their keys in another order still match.
@@ -59,7 +60,7 @@ func TestInputStatesBinding(t *testing.T) {
 	if _, err := tb.take(state, own, time.Minute); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Errorf("a reused requestState: %v", err)
 	}
-	if _, err := tb.take(state, bindingOf("bob", "s1", args), time.Minute); err != errInputStateUnknown {
+	if _, err := tb.take(state, bindingOf("bob", "s1", args), time.Minute); !errors.Is(err, errInputStateUnknown) {
 		t.Errorf("another principal's used requestState: %v", err)
 	}
 	if got := tb.outstanding(); got != 1 {

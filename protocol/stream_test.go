@@ -663,7 +663,7 @@ func TestLineStreamFinalLineOverCap(t *testing.T) {
 		s := NewLineStream(strings.NewReader(frameOfLen(n)), io.Discard, nil, maxFrame, zerolog.Nop())
 		var raw json.RawMessage
 		err := s.ReadObject(&raw)
-		if got, want := err, io.EOF; got != want {
+		if got, want := err, io.EOF; !errors.Is(got, want) {
 			t.Errorf("final line of %d bytes, cap %d: got frame of %d bytes (err %v), want io.EOF", n, maxFrame, len(raw), got)
 		}
 	}

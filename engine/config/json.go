@@ -38,13 +38,13 @@ func decodeJSON(data []byte) (any, error) {
 	dec.UseNumber()
 	v, err := readValue(dec, 0)
 	if err == nil {
-		if _, err = dec.Token(); err == io.EOF {
+		if _, err = dec.Token(); errors.Is(err, io.EOF) {
 			return v, nil
 		} else if err == nil {
 			err = errors.New("unexpected data after the top-level value")
 		}
 	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if len(bytes.TrimSpace(data)) == 0 {
 			return nil, errors.New("invalid JSON: the file is empty")
 		}

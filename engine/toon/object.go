@@ -159,7 +159,7 @@ func DecodeJSON(data []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toon: decode json: %w", err)
 	}
-	if tok, err := dec.Token(); err != io.EOF {
+	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err == nil {
 			err = fmt.Errorf("unexpected %v after the value", tok)
 		}
