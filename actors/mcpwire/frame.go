@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpwire
 
 import (
 	"bufio"
@@ -33,14 +33,14 @@ type frame struct {
 // is whole JSON within the cap (a server that exits right after its last
 // reply may omit the '\n'); a line cut off by an exit is not, so its
 // request fails with the exit. The error comes with the next call.
-func (f *frameReader) next(overCap func(id json.RawMessage)) (*frame, error) {
+func (f *frameReader) next(overCap func(*scan)) (*frame, error) {
 	fr := &frame{}
 	var buf []byte
 	over, told := false, false
 	tell := func() {
 		if over && !told && fr.scan.id != nil {
 			told = true
-			overCap(fr.scan.id)
+			overCap(&fr.scan)
 		}
 	}
 	for {
@@ -68,6 +68,32 @@ func (f *frameReader) next(overCap func(id json.RawMessage)) (*frame, error) {
 			fr.line = buf
 			return fr, nil
 		default:
+			return nil, err
+		}
+	}
+}
+
+// whole reads all of the reader as one frame (a JSON body, where newlines
+// are only whitespace). It stops at the cap: the frame is then over it,
+// and its id is what the scan read up to there.
+func (f *frameReader) whole() (*frame, error) {
+	fr := &frame{}
+	var buf []byte
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := f.r.Read(chunk)
+		fr.size += n
+		fr.scan.feed(chunk[:n])
+		if fr.size > f.max {
+			return fr, nil
+		}
+		buf = append(buf, chunk[:n]...)
+		if errors.Is(err, io.EOF) {
+			fr.scan.finish()
+			fr.line = buf
+			return fr, nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

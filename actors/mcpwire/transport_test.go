@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpwire
 
 import (
 	"bufio"

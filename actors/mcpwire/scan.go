@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpwire
 
 import (
 	"encoding/json"
@@ -28,6 +28,9 @@ type scan struct {
 	// number. idSeen is set by the first "id" member, whatever its value.
 	id     json.RawMessage
 	idSeen bool
+	// methodSeen: the frame has a top-level "method": a request or a
+	// notification, which no request of the bridge waits for.
+	methodSeen bool
 }
 
 type scanState uint8
@@ -125,9 +128,15 @@ func (s *scan) endString() {
 		return
 	}
 	var name string
-	if !s.over && json.Unmarshal(s.capture, &name) == nil && name == "id" && !s.idSeen {
+	if s.over || json.Unmarshal(s.capture, &name) != nil {
+		return
+	}
+	switch {
+	case name == "id" && !s.idSeen:
 		s.idSeen = true
 		s.state = scanIDKey
+	case name == "method":
+		s.methodSeen = true
 	}
 }
 

@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpwire
 
 import (
 	"bytes"
@@ -40,9 +40,9 @@ func FuzzReader(f *testing.F) {
 		defer tr.Close()
 		fr := newFrameReader(bytes.NewReader(data), maxFrame)
 		for {
-			frm, err := fr.next(func(id json.RawMessage) {
-				if _, ok := idKey(id); !ok {
-					t.Fatalf("over-cap frame named id %q, which keys nothing", id)
+			frm, err := fr.next(func(s *scan) {
+				if _, ok := idKey(s.id); !ok {
+					t.Fatalf("over-cap frame named id %q, which keys nothing", s.id)
 				}
 			})
 			if err != nil {

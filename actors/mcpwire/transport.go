@@ -1,4 +1,4 @@
-package mcpstdio
+package mcpwire
 
 import (
 	"bytes"
@@ -282,9 +282,13 @@ func (t *Transport) read() {
 	}
 }
 
-// overCap answers the request a frame over the cap names.
-func (t *Transport) overCap(id json.RawMessage) {
-	t.deliver(id, answer{err: &BadReplyError{fmt.Sprintf(
+// overCap answers the request a frame over the cap names, unless the
+// frame is a request or a notification (its "method" came first).
+func (t *Transport) overCap(s *scan) {
+	if s.methodSeen {
+		return
+	}
+	t.deliver(s.id, answer{err: &BadReplyError{fmt.Sprintf(
 		"Server '%s' sent a reply over the %d-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES); ask it for less, or raise the limit",
 		t.opt.Server, t.opt.MaxFrame)}})
 }
