@@ -28,11 +28,17 @@ import (
 // 137 included (an external SIGKILL), is reported as the exit code it is.
 const exitOOMKilled = 99
 
+// lossInternal is the loss reason of a sandbox ended after a panic in one
+// of its link's handlers (sandbox.fail).
+const lossInternal = "internal error in the bridge"
+
 // exitReason is the loss reason of an exited sandbox.
 func exitReason(sb *sandbox) string {
 	switch code := sb.exitCode(); {
 	case sb.linkStalled():
 		return "link stalled"
+	case sb.linkBroken():
+		return lossInternal
 	case code == exitOOMKilled:
 		return "memory limit exceeded"
 	}
@@ -372,7 +378,7 @@ func (s *Session) linkLost(res *result.Result, sb *sandbox, err error, timedOut 
 	}
 	<-sb.exited
 	code := sb.exitCode()
-	stalled := sb.linkStalled()
+	stalled, broken := sb.linkStalled(), sb.linkBroken()
 	sb.close()
 	res.StateLost = true
 	switch {
@@ -384,6 +390,10 @@ func (s *Session) linkLost(res *result.Result, sb *sandbox, err error, timedOut 
 		res.Status = result.StatusError
 		res.Error = fmt.Sprintf("The sandbox stopped reading its link for %ds; the session was restarted", int(linkWriteBound/time.Second))
 		res.LossReason = "link stalled"
+	case broken:
+		res.Status = result.StatusError
+		res.Error = "The bridge hit an internal error while serving this sandbox (see the bridge's log); the session was restarted"
+		res.LossReason = lossInternal
 	case !died:
 		res.Status = result.StatusError
 		res.Error = fmt.Sprintf("The sandbox sent an invalid reply (%v); the session was restarted", err)

@@ -35,23 +35,40 @@ type CatalogServer struct {
 	Tools   []ToolInfo
 	Aliases []string // parallel to Tools
 	Known   bool
+	// Skipped are the entries of its tools/list the bridge cannot use
+	// (toolentry.go); they are in no other field.
+	Skipped []SkippedTool
 
 	validators sync.Map // tool name → func(json.RawMessage) error (compiled lazily)
 }
 
 // newCatalogServer is a server with its tool aliases (ALS-2); known says
-// whether tools is its real list or it is not known yet.
+// whether tools is its real list or it is not known yet. Every catalog
+// server is built here, so the entries the bridge cannot use leave Tools
+// here, before any alias is computed: they never reach the sandbox.
 func newCatalogServer(spec ServerSpec, client *Client, tools []ToolInfo, known bool) *CatalogServer {
 	cs := &CatalogServer{Spec: spec, Client: client, Known: known}
 	if !known {
 		return cs
 	}
+	tools, cs.Skipped = SplitTools(tools)
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
 	}
 	cs.Tools, cs.Aliases = tools, alias.Tools(names)
 	return cs
+}
+
+// skipReason is why the bridge skipped the entry named name, "" when it
+// skipped none of that name.
+func (cs *CatalogServer) skipReason(name string) string {
+	for _, s := range cs.Skipped {
+		if s.name == name {
+			return s.Reason
+		}
+	}
+	return ""
 }
 
 // buildCatalog computes aliases and the search index for servers in config

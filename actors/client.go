@@ -58,6 +58,12 @@ type ToolInfo struct {
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
 	Raw          json.RawMessage
+	// Skip, when set, says why the bridge cannot use this entry
+	// (toolentry.go). Such an entry stays in a server's list so the disk
+	// catalog keeps the raw tools/list and doctor and describe_server can
+	// name it; the catalog (newCatalogServer) keeps it out of everything
+	// else: search, calls and the sandbox never see it.
+	Skip string
 }
 
 // CatalogStore persists each server's tools/list by config hash (PXY-8).
@@ -89,10 +95,16 @@ type ClientDeps struct {
 	// declares none. RelayTimeout bounds a relayed question.
 	Caps         *UpstreamCaps
 	RelayTimeout time.Duration
+	// MaxFrame caps one line from a stdio server (MCP_BRIDGE_MAX_FRAME_BYTES);
+	// 0: the default, 16 MiB.
+	MaxFrame int
 
 	// dial, when set, connects in place of a process or an HTTP session:
 	// unit tests serve an in-process server over net.Pipe with it.
 	dial func(ctx context.Context, conn *serverConn) error
+	// panicAt injects panics into the guarded goroutines (guard.go) in
+	// tests; nil in production.
+	panicAt panicHook
 }
 
 // Client is the actor of one proxied server (PXY-1): it starts the server on
@@ -295,8 +307,7 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 // first, with the reason: the timeout, or ctx's cause.
 func (c *Client) failed(ctx, cctx context.Context, conn *serverConn, err error, what string, timeout time.Duration, limit string, cancelUpstream func(reason string)) error {
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	var rpcErr *rpcError
-	if !errors.As(err, &rpcErr) && cctx.Err() != nil {
+	if !answered(err) && cctx.Err() != nil {
 		reason := fmt.Sprintf("timed out after %s (%s)", timeout.Round(time.Millisecond), limit)
 		if !timedOut {
 			reason = context.Cause(ctx).Error()
@@ -314,8 +325,7 @@ func (c *Client) callError(conn *serverConn, err error, ended, timedOut bool, wh
 	if why, ok := c.removed.Load().(string); ok {
 		return errors.New(why)
 	}
-	var rpcErr *rpcError
-	if !errors.As(err, &rpcErr) && !ended {
+	if !answered(err) && !ended {
 		// A transport error: the child may be dying; its exit is reaped a
 		// moment later, and the error should name it.
 		waitClosed(conn.done, 500*time.Millisecond)

@@ -189,6 +189,7 @@ func (c *Client) onEvent(ev clientEvent) {
 		}
 	case toolsRefreshed:
 		if ev.conn == c.conn {
+			c.logSkipped(c.tools, ev.tools)
 			c.tools = ev.tools
 			c.deps.OnTools(c.spec.Name, c.spec.Hash, ev.tools)
 		}
@@ -199,6 +200,7 @@ func (c *Client) onEvent(ev clientEvent) {
 func (c *Client) onStarted(ev started) {
 	c.starting = false
 	c.conn = ev.conn
+	c.logSkipped(nil, ev.tools)
 	c.tools = ev.tools
 	c.lastErr = nil
 	c.deps.OnTools(c.spec.Name, c.spec.Hash, ev.tools)
@@ -255,6 +257,8 @@ func (c *Client) onRefresh(run context.Context) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		// A panic ends the connection: the watch reports it exited.
+		defer guard(c.log, "the tools refresh", func(any) { conn.abort() })
 		c.refreshTools(run, conn)
 	}()
 }
@@ -323,6 +327,12 @@ func (c *Client) maybeStart(ctx context.Context) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		// connect guards itself (and closes what it started); this covers
+		// the rest. Either way the start reports startFailed: its waiters
+		// wait for it.
+		defer guard(c.log, "the server's start", func(any) {
+			c.reportStart(ctx, nil, nil, c.internalStartError())
+		})
 		if c.after != nil {
 			select {
 			case <-c.after:
@@ -330,25 +340,50 @@ func (c *Client) maybeStart(ctx context.Context) {
 				return // Serve is ending and takes no event
 			}
 		}
+		c.deps.panicAt.at("start")
 		conn, tools, err := c.connect(ctx)
-		var ev clientEvent = started{conn, tools}
-		if err != nil {
-			ev = startFailed{err}
-		}
-		select {
-		case c.events <- ev:
-		case <-ctx.Done():
-			if conn != nil {
-				conn.close()
-			}
-		}
+		c.reportStart(ctx, conn, tools, err)
 	}()
 }
 
-// watch reports when the connection ends.
+// reportStart reports a start's outcome to Serve; a connection Serve can no
+// longer take (it is ending) is closed.
+func (c *Client) reportStart(ctx context.Context, conn *serverConn, tools []ToolInfo, err error) {
+	var ev clientEvent = started{conn, tools}
+	if err != nil {
+		ev = startFailed{err}
+	}
+	select {
+	case c.events <- ev:
+	case <-ctx.Done():
+		if conn != nil {
+			conn.close()
+		}
+	}
+}
+
+// internalStartError is the start failure a panic in the start leaves
+// (guard.go); it holds nothing to redact.
+func (c *Client) internalStartError() error {
+	msg := fmt.Sprintf("Server '%s' failed to start: %v", c.spec.Name, errInternal)
+	return &StartError{msg: msg, redacted: msg}
+}
+
+// watch reports when the connection ends. After a panic it ends the
+// connection and still reports it, or nothing would restart the server.
 func (c *Client) watch(conn *serverConn) {
 	defer c.wg.Done()
+	defer guard(c.log, "the connection's watch", func(any) {
+		conn.abort()
+		c.reportExit(conn)
+	})
+	c.deps.panicAt.at("watch")
 	<-conn.done
+	c.reportExit(conn)
+}
+
+// reportExit reports the end of conn to Serve, unless Serve closed it.
+func (c *Client) reportExit(conn *serverConn) {
 	select {
 	case c.events <- exited{conn}:
 	case <-conn.closing:
@@ -363,6 +398,7 @@ func (c *Client) refreshTools(ctx context.Context, conn *serverConn) {
 		c.log.Warn().Err(err).Msg("refreshing tools after list_changed")
 		return
 	}
+	c.deps.panicAt.at("refresh")
 	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
 	select {
 	case c.events <- toolsRefreshed{conn, tools}:

@@ -120,4 +120,15 @@
 //   - Discovery: the config stamp and the file watcher.
 //
 // Every goroutine an actor starts is waited for before its Serve returns.
+//
+// # Panics
+//
+// suture recovers a panicking Serve and runs it again. The goroutines beside
+// the actors that handle what a server or a sandbox sent (a client's start,
+// watch and refresh, its notification and relay handlers, the tasks helper,
+// a sandbox link's handlers) defer guard (guard.go): a panic there is logged
+// once with its stack and fails that start or ends that server connection
+// (serverConn.abort; the client starts the server again after its backoff),
+// or ends that sandbox (sandbox.fail; the next call gets a fresh one), never
+// the process.
 package actors

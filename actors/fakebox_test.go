@@ -54,6 +54,11 @@ type boxScript struct {
 	// '\n', "%d" standing for the exec's call); replyOutput is the JSON
 	// of the reply's output member, when not empty.
 	before, replyOutput string
+	// onExec, when set, is written instead of each exec reply (frames
+	// with their '\n', "%d" standing for the exec's call): the box then
+	// reads on, keeping the replies the host sends it (pipeBox.replies),
+	// as a cell waiting on a tool would.
+	onExec string
 }
 
 func (l *pipeLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
@@ -113,6 +118,9 @@ type pipeBox struct {
 	endedAt   time.Time // when it ended; written before exited is closed
 	killed    chan struct{}
 	killOnce  sync.Once
+	// replies are the reply frames the host sent; written by serve, read
+	// once exited is closed.
+	replies []string
 }
 
 // exitKilled is the exit code of a killed box, as for SIGKILL.
@@ -147,6 +155,17 @@ func (b *pipeBox) serve() {
 			}
 			reply = `{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}`
 		case protocol.MethodExec:
+			if b.script.onExec != "" {
+				var p struct {
+					Params struct{ Call int64 } `json:"params"`
+				}
+				_ = json.Unmarshal(line, &p)
+				if _, err := fmt.Fprintf(b.box, b.script.onExec, p.Params.Call); err != nil {
+					b.endRead()
+					return
+				}
+				continue
+			}
 			select {
 			case <-time.After(b.script.execTime):
 			case <-b.killed:
@@ -166,6 +185,11 @@ func (b *pipeBox) serve() {
 			}
 			reply += `{"jsonrpc":"2.0","id":` + string(frame.ID) +
 				`,"result":{"outcome":"ok","exitCode":0,"truncated":false,"outputBytes":0,"reset":false` + output + `}}`
+		case "":
+			if frame.ID != nil {
+				b.replies = append(b.replies, string(line))
+			}
+			continue
 		default:
 			continue
 		}

@@ -238,11 +238,18 @@ func (f *Front) startHeld(ctx context.Context, raw json.RawMessage, hc *heldCall
 	go func() {
 		defer f.heldWG.Done()
 		defer cancel(nil)
+		defer func() {
+			close(hc.done)
+			f.heldMu.Lock()
+			delete(f.heldCalls, hc)
+			f.heldMu.Unlock()
+		}()
+		// The call runs here, not on the request's goroutine, where mcp-go's
+		// server would recover a panic: it ends this call only.
+		defer guard(f.cfg.Log, "a held run_python call", func(any) {
+			hc.res = result.Result{Status: result.StatusError, Error: "internal error in the bridge (see its log); retry the call", Session: result.DefaultSession}
+		})
 		hc.res = run(cctx, raw)
-		close(hc.done)
-		f.heldMu.Lock()
-		delete(f.heldCalls, hc)
-		f.heldMu.Unlock()
 	}()
 }
 

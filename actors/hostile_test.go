@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
 )
 
 // scriptedDial is ClientDeps.dial for a server that answers each request
@@ -29,7 +30,7 @@ func scriptedDial(wg *sync.WaitGroup, reply func(id json.RawMessage, method stri
 			defer wg.Done()
 			serveScript(serverR, serverW, reply)
 		}()
-		conn.tr = transport.NewIO(hostR, hostW, nil)
+		conn.tr = mcpwire.New(hostR, hostW, mcpwire.Options{Server: conn.name, Log: zerolog.Nop()})
 		conn.mc = client.NewClient(conn.tr)
 		conn.cancel = func() {
 			for _, c := range []net.Conn{hostR, hostW, serverR, serverW} {
@@ -67,9 +68,11 @@ func TestStartRefusedByServerIsOneError(t *testing.T) {
 	for _, tc := range []struct {
 		name, errFrame, want string
 	}{
-		{"unsupported version", `{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}`, "unsupported protocol version"},
-		{"unsupported version, junk data", `{"code":-32022,"message":"no","data":[1,{"x":null},"s"]}`, "unsupported protocol version"},
-		{"url elicitation required", `{"code":-32042,"message":"sign in","data":{"elicitations":[{"mode":"url","url":"https://example.com","message":"m","elicitationId":"e"}]}}`, "URL elicitation required"},
+		{"unsupported version", `{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}`,
+			"it refused MCP protocol version 2025-11-25, the one the bridge speaks to servers, and supports only 2026-07-28 (-32022); pin a release"},
+		{"unsupported version, junk data", `{"code":-32022,"message":"no","data":[1,{"x":null},"s"]}`, "and supports only another version (-32022)"},
+		{"url elicitation required", `{"code":-32042,"message":"sign in","data":{"elicitations":[{"mode":"url","url":"https://example.com","message":"m","elicitationId":"e"}]}}`,
+			"it asked for a sign-in through a URL before it would initialize (-32042)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var wg sync.WaitGroup

@@ -25,8 +25,16 @@ import (
 // beyond maxRunning+maxQueued or the byte budget, is refused on the reader
 // goroutine without keeping its frame (refuse: once maxRefusing refusals
 // wait on a full link, the reader reads nothing more: back-pressure,
-// bounded by linkWriteBound).
+// bounded by linkWriteBound). A panic on the reader or in a request's
+// goroutine answers the request (if any) with an internal error and ends
+// the sandbox (fail), never the process.
 func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	defer guard(s.log, "the sandbox link's reader", func(any) {
+		if !req.Notif {
+			s.refuse(ctx, conn, req.ID, internalLinkError()) // not written from the reader: see refuse
+		}
+		s.fail()
+	})
 	if req.Notif {
 		s.handleNotification(req)
 		return
@@ -50,6 +58,12 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		// Deferred before the releases, so it runs after them. The answer
+		// goes first: the sandbox's end would cut it off.
+		defer guard(s.log, "a request from the sandbox", func(any) {
+			s.replyError(ctx, conn, req.ID, internalLinkError())
+			s.fail()
+		})
 		defer s.release(size)
 		select {
 		case s.slots <- struct{}{}:
@@ -57,6 +71,7 @@ func (s *sandbox) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 			return
 		}
 		defer func() { <-s.slots }()
+		s.panicAt("box request")
 		result, err := s.serveRequest(ctx, req)
 		if err != nil {
 			s.replyError(ctx, conn, req.ID, err)
@@ -117,6 +132,20 @@ func clip(s string, n int) string {
 	return fmt.Sprintf("%s… [%d bytes cut]", s[:cut], len(s)-cut)
 }
 
+// panicAt is SandboxConfig.panicAt; a sandbox built by hand (unit tests)
+// has no config.
+func (s *sandbox) panicAt(site string) {
+	if s.cfg != nil {
+		s.cfg.panicAt.at(site)
+	}
+}
+
+// internalLinkError answers a request whose handler panicked.
+func internalLinkError() *jsonrpc2.Error {
+	return LinkError(protocol.CodeServerError, protocol.KindServerError,
+		"Internal error in the bridge while serving this request (see the bridge's log); the session is restarted")
+}
+
 func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 	switch req.Method {
 	case protocol.MethodReady:
@@ -130,6 +159,7 @@ func (s *sandbox) handleNotification(req *jsonrpc2.Request) {
 			close(s.ready)
 		})
 	case protocol.MethodOutput:
+		s.panicAt("box output")
 		var p protocol.OutputParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil ||
 			(p.Stream != result.StreamStdout && p.Stream != result.StreamStderr) {

@@ -332,7 +332,9 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		for j, t := range s.Tools {
 			names[j] = t.Name
 		}
-		if sugg := search.Suggest(p.Tool, names, 3); len(sugg) > 0 {
+		if why := s.skipReason(p.Tool); why != "" {
+			msg = fmt.Sprintf("Server '%s' lists a tool '%s' the bridge cannot use: %s.", p.Server, displayName(p.Tool), why)
+		} else if sugg := search.Suggest(p.Tool, names, 3); len(sugg) > 0 {
 			msg += " Did you mean: " + strings.Join(sugg, ", ") + "?"
 		}
 		return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, msg)
@@ -443,10 +445,23 @@ func describe(s *CatalogServer, granted bool) map[string]any {
 	if s.Known {
 		status = "available"
 	}
-	return map[string]any{
+	out := map[string]any{
 		"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description, "transport": s.Spec.Type,
 		"status": status, "cwd": cwd, "tools": tools,
 	}
+	if len(s.Skipped) > 0 { // only then: the reference's keys stay as they are
+		skipped := make([]map[string]any, len(s.Skipped))
+		for i, sk := range s.Skipped {
+			var name any // None for an entry without a name
+			if sk.Name != "" {
+				name = sk.Name
+			}
+			skipped[i] = map[string]any{"name": name, "entry": sk.Entry, "reason": sk.Reason}
+		}
+		out["skipped"] = skipped
+		out["note"] = SkipSummary(s.Skipped)
+	}
+	return out
 }
 
 // notAvailable is the error for a server the call may not use. For a

@@ -294,7 +294,14 @@ const httpRelayBound = 29 * time.Second
 
 // handleRequest answers a server→client request on the connection: ping,
 // and the questions the client's capabilities allow; -32601 for the rest.
-func (s *serverConn) handleRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+// It runs on a goroutine of the transport's. A panic ends the connection,
+// and the server still gets an answer (-32603).
+func (s *serverConn) handleRequest(ctx context.Context, req transport.JSONRPCRequest) (resp *transport.JSONRPCResponse, err error) {
+	defer guard(s.log, "a request from the server", func(any) {
+		s.abort()
+		resp, err = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, "internal error", nil), nil
+	})
+	s.panicAt.at("relay")
 	switch req.Method {
 	case string(mcp.MethodPing):
 		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
@@ -366,9 +373,13 @@ func (ic *innerCall) ask(base context.Context, bound time.Duration, what string,
 	}
 	asks.waiting.Add(1)
 	start := time.Now()
+	// Deferred: after a panic in f (guard.go) a count left at 1 would hold
+	// the call's deadline off for good.
+	defer func() {
+		asks.paused.Add(int64(time.Since(start)))
+		asks.waiting.Add(-1)
+	}()
 	res, note, err := f(ctx, asks)
-	asks.paused.Add(int64(time.Since(start)))
-	asks.waiting.Add(-1)
 	if note != "" {
 		ic.note(note)
 	}

@@ -274,6 +274,12 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// It builds the proxies from the server's tools, on a
+			// goroutine no other recover reaches.
+			defer guard(r.Log, "the tools of server "+n, func(any) {
+				errs[i] = fmt.Errorf("server '%s' could not be loaded: %w", n, errInternal)
+				out[i] = protocol.Server{Name: n, Alias: s.Spec.Alias, Tools: []protocol.Tool{}, Error: errs[i].Error()}
+			})
 			tools, err := s.Client.Ready(ctx)
 			if err == nil {
 				out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()

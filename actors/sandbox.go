@@ -110,6 +110,10 @@ type SandboxConfig struct {
 	StartTimeout time.Duration
 	MemoryLabel  string // MCP_BRIDGE_MEMORY as configured, for the OOM message
 	Log          zerolog.Logger
+
+	// panicAt injects panics into the link's handlers (guard.go) in tests;
+	// nil in production.
+	panicAt panicHook
 }
 
 // sandbox is one started sandbox (its backend's Sandbox) and its link.
@@ -157,6 +161,10 @@ type sandbox struct {
 	budget    int64
 	stalled   chan struct{} // closed when a write to stdin hit linkWriteBound
 	stallOnce sync.Once
+	// broken is closed when one of the link's handlers panicked (fail):
+	// the sandbox is killed as a stalled one is.
+	broken    chan struct{}
+	breakOnce sync.Once
 	spawned   time.Time
 	weight    cpuWeight // its share of its principal's CPU weight (cpuweight.go)
 	wg        sync.WaitGroup
@@ -257,6 +265,7 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 		refusing: make(chan struct{}, maxRefusing),
 		budget:   int64(max(cfg.MaxFrame, minRequestBudget)),
 		stalled:  make(chan struct{}),
+		broken:   make(chan struct{}),
 		exited:   box.Exited(),
 		spawned:  spawned,
 	}
@@ -299,14 +308,35 @@ func (s *sandbox) onRecv(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	}
 }
 
-// watchLink kills the sandbox when a write to its stdin stalled: the link is
-// dead, and nothing may wait on it any more. It ends when the process exits.
+// watchLink kills the sandbox when a write to its stdin stalled (the link
+// is dead, and nothing may wait on it any more) or a handler of its link
+// panicked (fail). It ends when the process exits.
 func (s *sandbox) watchLink() {
 	select {
 	case <-s.stalled:
 		s.log.Warn().Dur("bound", linkWriteBound).Msg("link: the sandbox stopped reading its stdin; killing it")
 		s.kill()
+	case <-s.broken:
+		s.log.Warn().Msg("link: a handler panicked (logged above); killing the sandbox")
+		s.kill()
 	case <-s.exited:
+	}
+}
+
+// fail ends the sandbox after a panic in one of its link's handlers
+// (guard.go): what the panic left half done is not trusted, so the session
+// starts afresh. watchLink kills the sandbox; the call in flight ends as
+// one whose link was lost (linkLost), an idle session notes the loss at
+// its next tick, and either way the next call gets a new sandbox.
+func (s *sandbox) fail() { s.breakOnce.Do(func() { close(s.broken) }) }
+
+// linkBroken reports whether fail ended the sandbox.
+func (s *sandbox) linkBroken() bool {
+	select {
+	case <-s.broken:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -20,8 +20,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/actors/childproc"
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
+	"github.com/bridge-mcp/bridge/protocol/printable"
 )
 
 // waitClosed waits up to d for ch to close.
@@ -58,6 +61,12 @@ type serverConn struct {
 	// (tasks.go).
 	toolTasks bool
 	tasks     taskCalls
+	// log is the client's; panicAt its test hook (ClientDeps.panicAt).
+	log     zerolog.Logger
+	panicAt panicHook
+	// aborted says a panic in one of the connection's goroutines ended it
+	// (abort); exitDesc then says so, whatever the process did after.
+	aborted atomic.Bool
 
 	done      chan struct{} // closed when the process exits or the connection is lost
 	doneOnce  sync.Once
@@ -77,7 +86,23 @@ func (s *serverConn) markDone(why string) {
 	})
 }
 
+// abort ends the connection after a panic in one of its goroutines
+// (guard.go): done closes, so the client's watch reports it exited, and the
+// client closes it and starts the server again after its backoff (PXY-3).
+// It does not close the connection: the client's Serve owns that, and the
+// watch of a closed connection reports nothing.
+func (s *serverConn) abort() {
+	s.aborted.Store(true)
+	s.markDone(abortedDesc)
+}
+
+// abortedDesc is the exit description of an aborted connection.
+const abortedDesc = "ended by an internal error (see the bridge's log)"
+
 func (s *serverConn) exitDesc() string {
+	if s.aborted.Load() {
+		return abortedDesc
+	}
 	if s.proc != nil {
 		select {
 		case <-s.proc.Exited():
@@ -86,11 +111,13 @@ func (s *serverConn) exitDesc() string {
 			}
 			return fmt.Sprintf("exit status %d", s.proc.Code())
 		default:
-			return "still running"
 		}
 	}
 	if why, ok := s.lost.Load().(string); ok {
 		return why
+	}
+	if s.proc != nil {
+		return "still running"
 	}
 	return "connection lost"
 }
@@ -133,6 +160,9 @@ func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method str
 		return nil, err
 	}
 	if resp.Error != nil {
+		if bad := mcpwire.AsBadReply(resp.Error); bad != nil {
+			return nil, bad
+		}
 		return nil, &rpcError{method: method, msg: resp.Error.Message, code: resp.Error.Code}
 	}
 	return resp.Result, nil
@@ -148,9 +178,21 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return fmt.Sprintf("%s: %s (code %d)", e.method, e.msg, e.code) }
 
-// listTools fetches every page of tools/list as raw tool objects.
+// answered says whether err is the server's answer to a request (an error
+// reply, or a reply the transport could not use) rather than the
+// transport's failure: an answered request needs no cancel, and its error
+// no wait for the server's exit.
+func answered(err error) bool {
+	var rpcErr *rpcError
+	var bad *mcpwire.BadReplyError
+	return errors.As(err, &rpcErr) || errors.As(err, &bad)
+}
+
+// listTools fetches every page of tools/list, each entry parsed
+// (ParseTools): the entries the bridge cannot use stay in, marked, so that
+// the disk catalog keeps them and doctor and describe_server can name them.
 func (s *serverConn) listTools(ctx context.Context) ([]ToolInfo, error) {
-	var tools []ToolInfo
+	var raws []json.RawMessage
 	cursor := ""
 	for page := 0; page < 1000; page++ {
 		params := map[string]any{}
@@ -168,53 +210,28 @@ func (s *serverConn) listTools(ctx context.Context) ([]ToolInfo, error) {
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		for _, t := range res.Tools {
-			info, err := ParseTool(t)
-			if err != nil {
-				continue
-			}
-			tools = append(tools, info)
-		}
+		raws = append(raws, res.Tools...)
 		if res.NextCursor == "" || res.NextCursor == cursor {
-			return tools, nil
+			break
 		}
 		cursor = res.NextCursor
 	}
-	return tools, nil
-}
-
-// ParseTool reads the fields the bridge uses from a raw tool object.
-func ParseTool(raw json.RawMessage) (ToolInfo, error) {
-	var t struct {
-		Name         string          `json:"name"`
-		Description  string          `json:"description"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema"`
-		Annotations  json.RawMessage `json:"annotations"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
-		return ToolInfo{}, errors.New("tool without a name")
-	}
-	if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
-		t.InputSchema = json.RawMessage(`{"type":"object"}`)
-	}
-	return ToolInfo{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
-		OutputSchema: nullToNil(t.OutputSchema), Annotations: nullToNil(t.Annotations), Raw: raw}, nil
-}
-
-func nullToNil(r json.RawMessage) json.RawMessage {
-	if string(r) == "null" {
-		return nil
-	}
-	return r
+	return ParseTools(raws), nil
 }
 
 // connect starts the server and completes initialize and the first
 // tools/list within the start timeout.
-func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
+func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, startErr error) {
 	ctx, cancel := context.WithTimeout(ctx, c.deps.StartTimeout)
 	defer cancel()
-	conn := &serverConn{name: c.spec.Name, done: make(chan struct{}), closing: make(chan struct{}), started: time.Now()}
+	conn := &serverConn{name: c.spec.Name, done: make(chan struct{}), closing: make(chan struct{}), started: time.Now(),
+		log: c.log, panicAt: c.deps.panicAt}
+	// A panic in the start (a server's reply the bridge mishandles) fails
+	// this start as an error would, and leaves no process behind.
+	defer guard(c.log, "the server's start", func(any) {
+		conn.close()
+		startErr = c.internalStartError()
+	})
 	conn.life, conn.endLife = context.WithCancel(context.Background())
 	conn.declared = c.deps.Caps.get(ctx)
 	conn.relayBound = c.deps.RelayTimeout
@@ -249,6 +266,10 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 			conn.close()
 			return nil, nil, se
 		}
+		if why := refusal(err); why != "" {
+			conn.close()
+			return nil, nil, c.startError(why, why, conn.stderrTail())
+		}
 		// A child that died makes the request fail a moment before its
 		// exit is reaped: wait briefly so the error names the exit status.
 		waitClosed(conn.done, 500*time.Millisecond)
@@ -267,6 +288,10 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 		return nil, nil, err
 	}
 	conn.mc.OnNotification(func(n mcp.JSONRPCNotification) {
+		// It runs on the transport's reader, where a panic would end the
+		// process: it ends the connection instead.
+		defer guard(c.log, "a notification from the server", func(any) { conn.abort() })
+		c.deps.panicAt.at("notification")
 		switch n.Method {
 		case "notifications/tools/list_changed":
 			select {
@@ -283,6 +308,11 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	}
 	initDone := make(chan initResult, 1)
 	go func() {
+		defer guard(c.log, "the server's initialize", func(any) {
+			conn.abort()
+			initDone <- initResult{err: errInternal} // 1-buffered, and nothing was sent
+		})
+		c.deps.panicAt.at("initialize")
 		req := mcp.InitializeRequest{}
 		req.Params.ProtocolVersion = childProtocolVersion
 		req.Params.ClientInfo = mcp.Implementation{Name: "bridge", Version: "1"}
@@ -303,13 +333,34 @@ func (c *Client) connect(ctx context.Context) (*serverConn, []ToolInfo, error) {
 	}
 	conn.version = ir.res.ServerInfo.Version
 	conn.toolTasks = toolCallTasks(ir.res.Capabilities)
+	c.deps.panicAt.at("connect")
 	tools, err := conn.listTools(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
-	c.log.Info().Int("tools", len(tools)).Dur("startup", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
+	usable, _ := SplitTools(tools)
+	c.log.Info().Int("tools", len(usable)).Dur("startup", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
 	return conn, tools, nil
+}
+
+// refusal is why a server refused initialize, in words a user can act on,
+// for the refusals mcp-go decodes into types of their own; "" for others.
+func refusal(err error) string {
+	var version mcp.UnsupportedProtocolVersionError
+	var url mcp.URLElicitationRequiredError
+	switch {
+	case errors.As(err, &version):
+		supported := "another version"
+		if len(version.Supported) > 0 {
+			supported = printable.Log(clip(strings.Join(version.Supported, ", "), 80))
+		}
+		return fmt.Sprintf("it refused MCP protocol version %s, the one the bridge speaks to servers, and supports only %s (-32022); pin a release of the server that supports %s",
+			childProtocolVersion, supported, childProtocolVersion)
+	case errors.As(err, &url):
+		return "it asked for a sign-in through a URL before it would initialize (-32042), which the bridge cannot relay while it starts a server; sign in to the server another way (its docs say how), or configure a token in its env or headers"
+	}
+	return ""
 }
 
 // StartError is a server's start failure (VAL-3). Its message carries the
@@ -365,13 +416,28 @@ func (c *Client) spawn(conn *serverConn) error {
 		conn.children = c.deps.Children
 		conn.children.Add(cmd.Process.Pid)
 	}
+	tr := mcpwire.New(ch.Stdout, ch.Stdin, mcpwire.Options{Server: c.spec.Name, MaxFrame: c.deps.MaxFrame, Log: c.log})
 	conn.wg.Add(1)
 	go func() {
 		defer conn.wg.Done()
-		<-ch.Exited()
-		conn.markDone("")
+		// The process's exit, or the end of its stream while it lives on
+		// (a stalled write, a reader that panicked): either ends the
+		// connection, and the actor restarts the server.
+		exited := true
+		select {
+		case <-ch.Exited():
+		case <-tr.Done():
+			// Mostly the EOF of an exit: its status names it better,
+			// once reaped.
+			exited = ch.WaitExit(time.Second)
+		}
+		why := ""
+		if !exited {
+			why = tr.Err().Error()
+		}
+		conn.markDone(why)
 	}()
-	conn.tr = transport.NewIO(ch.Stdout, ch.Stdin, nil)
+	conn.tr = tr
 	conn.mc = client.NewClient(conn.tr)
 	return conn.mc.Start(context.Background())
 }
@@ -382,11 +448,11 @@ func (c *Client) dialHTTP(ctx context.Context, conn *serverConn) error {
 	var err error
 	sseOpts := []transport.ClientOption{client.WithHeaders(c.spec.Headers)}
 	httpOpts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(c.spec.Headers)}
-	if c.spec.Transport != nil {
-		hc := &http.Client{Transport: c.spec.Transport}
-		sseOpts = append(sseOpts, transport.WithHTTPClient(hc))
-		httpOpts = append(httpOpts, transport.WithHTTPBasicClient(hc))
-	}
+	// Every response body meets the stdio transport's rules before mcp-go
+	// reads it (mcpwire.HTTPFilter), over the sign-in's transport if any.
+	hc := &http.Client{Transport: mcpwire.HTTPFilter(c.spec.Transport, c.spec.Name, c.deps.MaxFrame)}
+	sseOpts = append(sseOpts, transport.WithHTTPClient(hc))
+	httpOpts = append(httpOpts, transport.WithHTTPBasicClient(hc))
 	if c.spec.Type == "sse" {
 		conn.mc, err = client.NewSSEMCPClient(c.spec.URL, sseOpts...)
 	} else {
@@ -426,7 +492,9 @@ func (s *serverConn) close() {
 		if s.children != nil {
 			s.children.Remove(s.proc.Pid())
 		}
-		_ = s.tr.Close()
+		if s.tr != nil { // nil when the start ended between the spawn and the transport
+			_ = s.tr.Close()
+		}
 		s.child.Release(time.Second)
 		s.wg.Wait()
 	})

@@ -159,6 +159,12 @@ func (s *serverConn) awaitTask(ctx context.Context, task *taskInfo, onProgress f
 	}
 	results := make(chan reply, 1)
 	go func() {
+		// A panic ends the connection and this call with it.
+		defer guard(s.log, "the wait for a task's result", func(any) {
+			s.abort()
+			results <- reply{err: errInternal} // 1-buffered, and nothing was sent
+		})
+		s.panicAt.at("tasks")
 		raw, err := s.request(ctx, "tasks/result", map[string]any{"taskId": task.TaskID})
 		results <- reply{raw, err}
 	}()

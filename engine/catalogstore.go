@@ -37,13 +37,9 @@ func (s *catalogStore) Load(hash string) ([]actors.ToolInfo, bool) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, false
 	}
-	tools := make([]actors.ToolInfo, 0, len(f.Tools))
-	for _, raw := range f.Tools {
-		if t, err := actors.ParseTool(raw); err == nil {
-			tools = append(tools, t)
-		}
-	}
-	return tools, true
+	// The file holds the raw tools/list, entries the bridge cannot use
+	// included: parsing marks them again, by today's rules.
+	return actors.ParseTools(f.Tools), true
 }
 
 // Save implements actors.CatalogStore: an atomic write with mode 0600.

@@ -216,7 +216,9 @@ func doctorConfig(set config.Set, env Env, add func(string, string, string, ...a
 }
 
 // doctorServer starts one server through a real client actor and reports
-// its start time and tool count.
+// its start time and tool count. Entries of its tools/list the bridge
+// cannot use make it a WARN that names them: the server works, but not all
+// of it.
 func (e *Engine) doctorServer(ctx context.Context, spec actors.ServerSpec) Check {
 	name := "server " + spec.Name
 	deps := e.clientDeps()
@@ -237,5 +239,16 @@ func (e *Engine) doctorServer(ctx context.Context, spec actors.ServerSpec) Check
 	if err != nil {
 		return Check{"FAIL", name, err.Error()}
 	}
-	return Check{"OK", name, fmt.Sprintf("%s, started and initialized in %v, %d tools", spec.Type, time.Since(start).Round(time.Millisecond), len(tools))}
+	return serverCheck(name, fmt.Sprintf("%s, started and initialized in %v", spec.Type, time.Since(start).Round(time.Millisecond)), tools)
+}
+
+// serverCheck is a started server's doctor line: what, its tool count, and
+// the entries it skipped.
+func serverCheck(name, what string, tools []actors.ToolInfo) Check {
+	usable, skipped := actors.SplitTools(tools)
+	detail := fmt.Sprintf("%s, %d tools", what, len(usable))
+	if len(skipped) == 0 {
+		return Check{"OK", name, detail}
+	}
+	return Check{"WARN", name, detail + "; " + actors.SkipSummary(skipped) + "; its other tools work"}
 }

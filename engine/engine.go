@@ -160,6 +160,7 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 		Log:          e.Log,
 		Caps:         e.caps,
 		RelayTimeout: time.Duration(e.Env.ApprovalTimeout) * time.Second,
+		MaxFrame:     e.Env.MaxFrameBytes,
 	}
 }
 

@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import queue
+import re
 import signal
 import threading
 
@@ -47,6 +48,10 @@ def _future():
 def fatal(message):
     """Ends the process after reporting message; the worker's replaces it."""
     os._exit(1)
+
+
+# The id at the start of a host reply (jsonrpc2 writes it first).
+_REPLY_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 
 def error(message, **kw):
@@ -239,6 +244,9 @@ class Link:
             for line in self._lines(f):
                 try:
                     msg = json.loads(line)
+                except RecursionError:
+                    self._too_deep(line)
+                    continue
                 except ValueError:
                     continue
                 if isinstance(msg, dict):
@@ -249,6 +257,25 @@ class Link:
         for waiter in pending.values():
             _settle(waiter, None, error("RPC channel closed", kind="transport"))
         os._exit(0)
+
+    def _too_deep(self, line):
+        """Fails the call a reply nested past Python's recursion limit answers,
+        instead of leaving it waiting. The host refuses replies nested deeper
+        than its own limit (actors/mcpwire MaxDepth), well below this one, so
+        this is the last guard. The host writes a reply's id first."""
+        m = _REPLY_ID.match(line)
+        if m is None:
+            return
+        try:
+            id_ = json.loads(m.group(1))
+        except ValueError:
+            return
+        with self._plock:
+            waiter = self._pending.pop(id_, None)
+        if waiter is None:
+            return
+        self._slots.release()
+        _settle(waiter, None, error("the reply is nested too deep for Python's json module", kind="server_error"))
 
     def _dispatch(self, msg):
         method = msg.get("method")

@@ -523,3 +523,39 @@ func TestBoxLastExpression(t *testing.T) {
 		t.Errorf("traceback lacks %q:\n%s", want, out)
 	}
 }
+
+// TestBoxDeepReply: a reply nested past Python's recursion limit fails the
+// one call it answers; the link's reader lives on (it used to die, leaving
+// every later call waiting for its timeout).
+func TestBoxDeepReply(t *testing.T) { forEachLink(t, testBoxDeepReply) }
+
+func testBoxDeepReply(t *testing.T, link string) {
+	b := startBox(t, link)
+	b.next(30 * time.Second) // ready
+	code := `try:
+    await runtime._acall("deep", {})
+except Exception as e:
+    print("refused:", e)
+print((await runtime._acall("ok", {}))["ok"])`
+	b.send(execFrame(1, code))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := b.next(time.Until(deadline))
+		if m["method"] != "deep" && m["method"] != nil && m["id"] != nil {
+			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": map[string]any{"tools": []any{}}}) // saved_tools
+			continue
+		}
+		if m["method"] == "deep" {
+			deep := strings.Repeat("[", 2000) + strings.Repeat("]", 2000)
+			line := fmt.Sprintf(`{"id":%v,"result":%s,"jsonrpc":"2.0"}`+"\n", m["id"], deep)
+			if _, err := io.WriteString(b.in, line); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	reply, out := b.serve(1, 30*time.Second)
+	if want := "refused: the reply is nested too deep for Python's json module\nTrue\n"; outcome(reply) != "ok" || out != want {
+		t.Errorf("reply %v, output %q; want %q", reply, out, want)
+	}
+}

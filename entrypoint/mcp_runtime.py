@@ -43,7 +43,7 @@ class MCPError(RuntimeError):
         self.result = result
 
 
-_CALL = {"servers": [], "proxies": {}, "reset": False}
+_CALL = {"servers": [], "proxies": {}, "reset": False, "notes": []}
 
 
 def _begin_call(params):
@@ -65,11 +65,12 @@ def _begin_call(params):
         mod.__all__ = list(proxy._fns)
         if srv.get("error"):
             mod.__getattr__ = proxy.__getattr__ if srv.get("signIn") else proxy._broken
-        mod.TOOLS = [_tool_entry(t) for t in srv["tools"]]
-        mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in srv["tools"]}
+        mod.TOOLS = [_tool_entry(t) for t in proxy._tools]
+        mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in proxy._tools}
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
-    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None)
+    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None,
+                 notes=_skip_notes(proxies.values()))
     # Objects, as the reference gives, but only these three keys: the
     # variable is inherited by subprocesses, and a large one makes every
     # exec fail with E2BIG.
@@ -87,6 +88,31 @@ def _tool_entry(tool):
 
 def _end_call():
     return _CALL["reset"]
+
+
+def _call_notes():
+    """The notes this call's proxy builder left for the exec result."""
+    return list(_CALL.get("notes") or ())
+
+
+_NOTED = set()  # (server, tool) pairs whose skip a call's notes already named
+
+
+def _skip_notes(proxies):
+    """One note per server with tools its proxy builder skipped, naming
+    each tool once per session: describe_server and the proxy's repr keep
+    saying it afterwards."""
+    notes = []
+    for p in proxies:
+        fresh = [s for s in p._skipped if (p._name, s["name"]) not in _NOTED]
+        _NOTED.update((p._name, s["name"]) for s in fresh)
+        if fresh:
+            named = ["%s (%s)" % (_skip_label(s), s["reason"]) for s in fresh[:10]]
+            if len(fresh) > 10:
+                named.append("and %d more" % (len(fresh) - 10))
+            notes.append("the sandbox skipped %d tools of server '%s' it could not build a proxy for: %s" % (
+                len(fresh), p._name, ", ".join(named)))
+    return notes
 
 
 def _globals_for_call():
@@ -214,7 +240,12 @@ async def list_servers():
 
 def describe_server(name):
     """Metadata and tools of any discovered server."""
-    return _call("describe_server", {"name": name})["server"]
+    server = _call("describe_server", {"name": name})["server"]
+    proxy = _CALL["proxies"].get(name)
+    if proxy is not None and proxy._skipped and isinstance(server, dict):
+        # Tools the host listed but this sandbox could not build a proxy for.
+        server.setdefault("skipped", []).extend(dict(s, sandbox=True) for s in proxy._skipped)
+    return server
 
 
 def list_loaded_server_metadata():
@@ -850,24 +881,25 @@ def _type_text(spec):
     if isinstance(t, list):
         return " | ".join(str(x) for x in t)
     if t == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("type"):
-        return "array of %s" % spec["items"]["type"]
-    return t or "any"
+        return "array of %s" % (spec["items"]["type"],)
+    return str(t) if t else "any"
 
 
 _PY_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "array": "list",
              "object": "dict", "null": "None"}
 
 
-def _py_type(spec):
-    """A short Python name for a JSON schema: str, list[dict], int | None."""
-    if not isinstance(spec, dict):
+def _py_type(spec, depth=0):
+    """A short Python name for a JSON schema: str, list[dict], int | None.
+    A type of any JSON shape gives some text; nesting past 8 is "any"."""
+    if not isinstance(spec, dict) or depth > 8:
         return "any"
     t = spec.get("type")
     if isinstance(t, list):
-        return " | ".join(_PY_TYPES.get(x, str(x)) for x in t)
+        return " | ".join(_PY_TYPES.get(x, x) if isinstance(x, str) else str(x) for x in t)
     if t == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("type"):
-        return "list[%s]" % _py_type(spec["items"])
-    return _PY_TYPES.get(t, "any")
+        return "list[%s]" % _py_type(spec["items"], depth + 1)
+    return _PY_TYPES.get(t, "any") if isinstance(t, str) else "any"
 
 
 def _returns_text(schema, most=8):
@@ -886,17 +918,46 @@ def _returns_text(schema, most=8):
     return "Returns: %s (the tool's structured content)." % _py_type(schema)
 
 
+def _json_kind(v):
+    """The JSON type of a decoded value, for a reason: "a string", "an array"."""
+    for kind, types_ in (("a string", str), ("a boolean", bool), ("a number", (int, float)), ("an array", list),
+                         ("an object", dict)):
+        if isinstance(v, types_):
+            return kind
+    return "null" if v is None else type(v).__name__
+
+
+def _schema_parts(tool):
+    """inputSchema's properties and required names; ValueError when the
+    schema or its properties is not an object. required of any other shape
+    is read as none, and a property schema that is not an object (true, a
+    number) as one that says nothing."""
+    schema = tool.get("inputSchema")
+    if schema is None:
+        schema = {}
+    if not isinstance(schema, dict):
+        raise ValueError("inputSchema is %s, not an object" % _json_kind(schema))
+    props = schema.get("properties")
+    if props is None:
+        props = {}
+    if not isinstance(props, dict):
+        raise ValueError("inputSchema.properties is %s, not an object" % _json_kind(props))
+    req = schema.get("required")
+    req = {r for r in req if isinstance(r, str)} if isinstance(req, list) else set()
+    return schema, props, req
+
+
 def _make_tool(server, tool):
     import inspect
-    schema = tool.get("inputSchema") or {}
-    props = schema.get("properties") or {}
-    req = set(schema.get("required") or ())
+    schema, props, req = _schema_parts(tool)
     order = [p for p in props if p in req] + [p for p in props if p not in req]
     taken, params, names, lines = set(), [], {}, []
     for prop in order:
         pname = _identifier(prop, taken)
         names[pname] = prop
-        spec = props.get(prop) or {}
+        spec = props.get(prop)
+        if not isinstance(spec, dict):
+            spec = {}
         params.append(inspect.Parameter(
             pname, inspect.Parameter.POSITIONAL_OR_KEYWORD,
             default=inspect.Parameter.empty if prop in req else None))
@@ -932,12 +993,66 @@ def _make_tool(server, tool):
 
     proxy.__signature__ = sig
     proxy.__name__ = proxy.__qualname__ = tool["alias"]
-    doc = (tool.get("description") or "").strip()
+    doc = tool.get("description")
+    doc = doc.strip() if isinstance(doc, str) else ""
     if lines:
         doc = (doc + "\n\n" if doc else "") + "Parameters:\n" + "\n".join(lines)
     doc = (doc + "\n\n" if doc else "") + _returns_text(tool.get("outputSchema"))
     proxy.__doc__ = doc
     return proxy
+
+
+def _tool_alias(tool):
+    """The alias a proxy is bound under; ValueError when the tool has no
+    name, or an alias Python cannot take as a plain attribute."""
+    if not isinstance(tool, dict):
+        raise ValueError("the entry is %s, not an object" % _json_kind(tool))
+    name, alias = tool.get("name"), tool.get("alias")
+    if not isinstance(name, str) or not name:
+        raise ValueError("it has no name")
+    if not isinstance(alias, str) or not alias.isidentifier() or keyword.iskeyword(alias):
+        raise ValueError("its alias %s is not a Python identifier" % _shown(alias))
+    if alias.startswith("__") and alias.endswith("__"):
+        raise ValueError("its alias %s is one of Python's special names" % alias)
+    return alias
+
+
+def _shown(value, most=60):
+    """A name as a note shows it: repr, so control and bidi characters are
+    escapes, cut after most characters."""
+    if isinstance(value, str) and len(value) > most:
+        value = value[:most] + "..."
+    return repr(value)
+
+
+def _skip_label(skip):
+    """A skipped tool as a message names it: its quoted name, if it has one."""
+    return "'%s'" % skip["name"] if skip["name"] is not None else "a tool without a name"
+
+
+def _build_tools(server, tools):
+    """The proxies of a server's tools by alias, the tools they were built
+    from, and a {name, reason} per tool skipped. Any name or schema costs
+    at most its own tool, never the call or the sandbox. The host skips the
+    tools it knows to be unusable before they get here
+    (actors/toolentry.go), so a skip here is a gap between the two."""
+    fns, built, skipped = {}, [], []
+    for tool in tools if isinstance(tools, list) else ():
+        try:
+            alias = _tool_alias(tool)
+            if alias in fns:
+                raise ValueError("another tool has its alias %s" % alias)
+            fns[alias] = _make_tool(server, tool)
+            built.append(tool)
+        except Exception as e:  # noqa: BLE001 (any failure skips this tool only)
+            # As the host's describe_server names a skipped tool: the name
+            # escaped and cut short, without quotes; None without one.
+            name = tool.get("name") if isinstance(tool, dict) else None
+            why = str(e) if isinstance(e, ValueError) else "%s: %s" % (type(e).__name__, e)
+            skipped.append({"name": _shown(name)[1:-1] if isinstance(name, str) and name else None,
+                            "alias": tool.get("alias") if isinstance(tool, dict) else None,
+                            "reason": _shown(why, 200)[1:-1]})
+    return fns, built, skipped
 
 
 _RESOURCE_METHODS = ("list_resources", "list_resource_templates", "read_resource")
@@ -951,7 +1066,7 @@ class _ServerProxy:
         self._alias = srv["alias"]
         self._error = srv.get("error")  # disabled or failed to start
         self._sign_in = srv.get("signIn")  # the error is a sign-in the host may do during a call
-        self._fns = {t["alias"]: _make_tool(self._name, t) for t in srv["tools"]}
+        self._fns, self._tools, self._skipped = _build_tools(self._name, srv.get("tools"))
         for name in _RESOURCE_METHODS:
             if name in self._fns:  # a tool of that name wins; runtime.read_resource(...) still reads
                 self.__dict__[name] = self._fns[name]
@@ -970,6 +1085,11 @@ class _ServerProxy:
         fn = fns.get(attr) if fns is not None else None
         if fn is not None:
             return fn
+        for s in self.__dict__.get("_skipped") or ():
+            if s["alias"] == attr:
+                raise AttributeError("Server '%s' has a tool %s the sandbox could not build a proxy for: %s; "
+                                     "runtime.call_tool may still call it by name" % (self._name, _skip_label(s), s["reason"]),
+                                     name=None, obj=None)
         if self.__dict__.get("_sign_in") and not attr.startswith("_"):
             return self._via_host(attr)
         if self.__dict__.get("_error") and not attr.startswith("__"):
@@ -1028,4 +1148,5 @@ class _ServerProxy:
         return await read_resource(self._name, uri)
 
     def __repr__(self):
-        return "<MCP server %r: %d tools>" % (self._name, len(self._fns))
+        skipped = " (%d skipped: see runtime.describe_server)" % len(self._skipped) if self._skipped else ""
+        return "<MCP server %r: %d tools%s>" % (self._name, len(self._fns), skipped)

@@ -232,6 +232,7 @@ class Runner:
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
         notes, stopped = self._load_tools(rt, params.get("savedTools")) if n == 1 else (None, False)
+        notes = rt._call_notes() + (notes or [])
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)

@@ -203,6 +203,9 @@ type sseBody struct {
 	scan     scan
 	hasData  bool
 	answered bool // an over-cap event was answered already
+	// notMessage: the event's type is not "message" (the SSE transport's
+	// "endpoint"), so its data is not a JSON-RPC frame.
+	notMessage bool
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
@@ -273,6 +276,9 @@ func (b *sseBody) endLine() {
 		b.endEvent()
 		return
 	}
+	if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+		b.notMessage = string(bytes.TrimSpace(v)) != "message"
+	}
 	b.fields = append(append(b.fields, line...), '\n')
 }
 
@@ -287,7 +293,7 @@ func (b *sseBody) feed(chunk []byte) {
 	b.data = nil
 	// Answered as soon as its id is known, unless it is a request or
 	// a notification (its "method" came first).
-	if !b.answered && b.scan.id != nil && !b.scan.methodSeen {
+	if !b.answered && !b.notMessage && b.scan.id != nil && !b.scan.methodSeen {
 		b.answered = true
 		b.emit(b.f.refuse(b.scan.id, b.f.overCapMsg()))
 	}
@@ -296,18 +302,31 @@ func (b *sseBody) feed(chunk []byte) {
 // endEvent passes the event on: its fields, then its checked data.
 func (b *sseBody) endEvent() {
 	b.scan.finish()
-	if b.hasData && !b.answered {
+	switch {
+	case b.hasData && b.notMessage:
+		// Not a JSON-RPC message (the SSE transport's endpoint event):
+		// it passes, within the cap.
+		b.out.Write(b.fields)
+		if b.data != nil {
+			for _, l := range bytes.Split(b.data, []byte("\n")) {
+				b.out.WriteString("data: ")
+				b.out.Write(l)
+				b.out.WriteByte('\n')
+			}
+		}
+		b.out.WriteByte('\n')
+	case b.hasData && !b.answered:
 		fr := &frame{line: b.data, size: b.size, scan: b.scan}
 		if b.size > b.f.max {
 			fr.line = nil
 		}
 		b.out.Write(b.fields)
 		b.emit(b.f.check(fr, b.posted))
-	} else if !b.hasData {
+	case !b.hasData:
 		b.out.Write(b.fields)
 		b.out.WriteByte('\n')
 	}
-	b.fields, b.data, b.size, b.scan, b.hasData, b.answered = b.fields[:0], nil, 0, scan{}, false, false
+	b.fields, b.data, b.size, b.scan, b.hasData, b.answered, b.notMessage = b.fields[:0], nil, 0, scan{}, false, false, false
 }
 
 // emit writes one data event; nothing for nil.

@@ -61,7 +61,7 @@ func TestHTTPJSONBody(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"error.message object", `{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":{}}}`, "error.message is an object, not a string"},
 		{"not JSON", `<html>oops</html>`, "it is not a JSON object"},
-		{"deep", `{"jsonrpc":"2.0","id":7,"result":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`, "nested deeper than 1000 levels"},
+		{"deep", `{"jsonrpc":"2.0","id":7,"result":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`, "nested deeper than 512 levels"},
 		{"over the cap, id last", `{"jsonrpc":"2.0","result":{"t":"` + strings.Repeat("x", 20000) + `"},"id":7}`, "sent a reply over the 16384-byte frame limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,16 +81,21 @@ func TestHTTPJSONBody(t *testing.T) {
 // bad reply becomes an error reply to its id, a notification over the cap
 // is dropped, and other fields pass.
 func TestHTTPEventStream(t *testing.T) {
-	stream := "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
+	stream := "event: endpoint\ndata: /message?sessionId=abc\n\n" +
+		"id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"d\":\"" + strings.Repeat("y", 4096) + "\"}}\n\n" +
 		": a comment\n" +
 		"data: {\"jsonrpc\":\"2.0\",\"id\":7,\n" +
 		"data: \"error\":{\"code\":\"x\",\"message\":\"m\"}}\n\n"
 	got := filtered(t, 1024, "text/event-stream", stream)
 	events := strings.Split(strings.TrimSuffix(got, "\n\n"), "\n\n")
-	if len(events) != 2 {
-		t.Fatalf("events %q, want the progress notification and the error reply", got)
+	if len(events) != 3 {
+		t.Fatalf("events %q, want the endpoint, the progress notification and the error reply", got)
 	}
+	if want := "event: endpoint\ndata: /message?sessionId=abc"; events[0] != want {
+		t.Errorf("endpoint event %q, want it unchanged: %q", events[0], want)
+	}
+	events = events[1:]
 	if want := "id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}"; events[0] != want {
 		t.Errorf("first event %q, want it unchanged: %q", events[0], want)
 	}

@@ -11,10 +11,13 @@ import (
 )
 
 // MaxDepth is the deepest nesting a server's frame may have. The sandbox's
-// Python decodes what a call returns, and its json module recurses once per
-// level with a recursion limit of 1000: a deeper reply would fail there, or
-// take the sandbox with it, instead of here with a message.
-const MaxDepth = 1000
+// Python decodes what a call returns, inside the link's own frame, and its
+// json module recurses once per level up to the recursion limit (about 990
+// levels on the link's reader thread): a deeper reply would fail there
+// instead of here with a message. Half of that leaves room for the link's
+// wrapping and for the cell's own code walking the result; real results
+// nest a few dozen levels at most.
+const MaxDepth = 512
 
 // envelope is a frame's top level, each member kept raw so that a wrong
 // JSON type is a message about that member, not a decoding failure of

@@ -260,7 +260,7 @@ func (t *Transport) read() {
 	defer t.wg.Done()
 	defer func() {
 		if v := recover(); v != nil {
-			t.log.Error().Str("panic", fmt.Sprint(v)).Str("stack", stack()).Msg("stdio reader panicked; ending the server's connection")
+			t.log.Error().Str("panic", printable.Log(clip(fmt.Sprint(v), 200))).Str("stack", stack()).Msg("stdio reader panicked; ending the server's connection")
 			t.end(fmt.Errorf("the bridge's reader of server '%s' failed (internal error, see the bridge's log)", t.opt.Server))
 		}
 	}()
@@ -409,7 +409,7 @@ func (t *Transport) serve(line []byte, m message) {
 func (t *Transport) run(h transport.RequestHandler, req transport.JSONRPCRequest) (resp *transport.JSONRPCResponse) {
 	defer func() {
 		if v := recover(); v != nil {
-			t.log.Error().Str("panic", fmt.Sprint(v)).Str("stack", stack()).Str("method", printable.Log(req.Method)).Msg("a server request's handler panicked")
+			t.log.Error().Str("panic", printable.Log(clip(fmt.Sprint(v), 200))).Str("stack", stack()).Str("method", printable.Log(req.Method)).Msg("a server request's handler panicked")
 			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, "internal error", nil)
 		}
 	}()

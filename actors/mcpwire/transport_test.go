@@ -111,8 +111,8 @@ func TestBadRepliesEndTheirCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":ID,"result":"s"}`, "its result is a string, not an object"},
 		{`{"jsonrpc":"2.0","id":ID,"result":{"a":1,}}`, "it is not valid JSON"},
 		{`{"jsonrpc":"2.0","id":ID,"method":5}`, "its method is a number, not a name"},
-		{`{"jsonrpc":"2.0","id":ID,"result":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, "nested deeper than 1000 levels"},
-		{`{"jsonrpc":"2.0","result":` + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + `,"id":ID}`, "nested deeper than 1000 levels"},
+		{`{"jsonrpc":"2.0","id":ID,"result":` + strings.Repeat("[", 512) + strings.Repeat("]", 512) + `}`, "nested deeper than 512 levels"},
+		{`{"jsonrpc":"2.0","result":` + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + `,"id":ID}`, "nested deeper than 512 levels"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			tr, p := pair(t, Options{})

@@ -43,11 +43,19 @@ func Servers(names []string) []string {
 func Tools(names []string) []string {
 	bases := make([]string, len(names))
 	for i, n := range names {
-		if bases[i] = baseAlias(n, "tool"); bases[i] == reservedTool {
-			bases[i] += "_"
-		}
+		bases[i] = ToolBase(n)
 	}
 	return dedupe(bases)
+}
+
+// ToolBase is the alias a tool named name asks for, before collisions
+// resolve: Tools gives it to the first tool that asks for it, and a later
+// one gets it with a suffix.
+func ToolBase(name string) string {
+	if b := baseAlias(name, "tool"); b != reservedTool {
+		return b
+	}
+	return reservedTool + "_"
 }
 
 // baseAlias sanitizes name: lower-case, each run of [^a-z0-9_] becomes "_",

@@ -63,3 +63,13 @@ func TestToolAliases(t *testing.T) {
 		})
 	}
 }
+
+// TestToolBase: the alias a name asks for is what Tools gives its first
+// holder.
+func TestToolBase(t *testing.T) {
+	for _, name := range []string{"get-sum", "", "class", "9lives", "list_tools", "List Tools", "__init__", "-_Class_-", "日本"} {
+		if got, want := ToolBase(name), Tools([]string{name})[0]; got != want {
+			t.Errorf("ToolBase(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
