@@ -306,16 +306,30 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 // A request its context abandoned before the reply is cancelled upstream
 // first, with the reason: the timeout, or ctx's cause.
 func (c *Client) failed(ctx, cctx context.Context, conn *serverConn, err error, what string, timeout time.Duration, limit string, cancelUpstream func(reason string)) error {
-	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	if !answered(err) && cctx.Err() != nil {
+	if !answered(err) && cctx.Err() == nil {
+		// mcp-go's SSE transport gives up on its own timer, a moment
+		// before the deadline: that is the bridge's timeout too.
+		if d, ok := cctx.Deadline(); ok && time.Until(d) < nearDeadline {
+			<-cctx.Done()
+		}
+	}
+	// Read once: a deadline passing between two reads must not make the
+	// call look cancelled by its caller, whose cause is then nil.
+	ended := cctx.Err()
+	timedOut := errors.Is(ended, context.DeadlineExceeded) && ctx.Err() == nil
+	if !answered(err) && ended != nil {
 		reason := fmt.Sprintf("timed out after %s (%s)", timeout.Round(time.Millisecond), limit)
-		if !timedOut {
-			reason = context.Cause(ctx).Error()
+		if cause := context.Cause(ctx); !timedOut && cause != nil {
+			reason = cause.Error()
 		}
 		cancelUpstream(reason)
 	}
-	return c.callError(conn, err, cctx.Err() != nil, timedOut, what, timeout, limit)
+	return c.callError(conn, err, ended != nil, timedOut, what, timeout, limit)
 }
+
+// nearDeadline is how close to its deadline a transport's failure counts as
+// the deadline's.
+const nearDeadline = 100 * time.Millisecond
 
 // callError is the error of a request on conn that failed with err:
 // the server's removal, its exit, the bridge's timeout (what timed out

@@ -203,20 +203,33 @@ func (s *serverConn) listTools(ctx context.Context) ([]ToolInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		var res struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
+		tools, next, err := toolsPage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("its tools/list result is unusable: %w", err)
 		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		raws = append(raws, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
+		raws = append(raws, tools...)
+		if next == "" || next == cursor {
 			break
 		}
-		cursor = res.NextCursor
+		cursor = next
 	}
 	return ParseTools(raws), nil
+}
+
+// toolsPage reads one page of tools/list; a member of the wrong JSON type
+// is named (the entries themselves are ParseTools's).
+func toolsPage(raw json.RawMessage) (tools []json.RawMessage, next string, err error) {
+	var page map[string]json.RawMessage
+	if json.Unmarshal(raw, &page) != nil {
+		return nil, "", fmt.Errorf("it is %s, not an object", mcpwire.TypeOf(raw))
+	}
+	if t := page["tools"]; mcpwire.TypeOf(t) != "null" && mcpwire.TypeOf(t) != "missing" && json.Unmarshal(t, &tools) != nil {
+		return nil, "", fmt.Errorf("tools is %s, not an array", mcpwire.TypeOf(t))
+	}
+	if c := page["nextCursor"]; mcpwire.TypeOf(c) != "null" && mcpwire.TypeOf(c) != "missing" && json.Unmarshal(c, &next) != nil {
+		return nil, "", fmt.Errorf("nextCursor is %s, not a string", mcpwire.TypeOf(c))
+	}
+	return tools, next, nil
 }
 
 // connect starts the server and completes initialize and the first
@@ -352,8 +365,14 @@ func refusal(err error) string {
 	switch {
 	case errors.As(err, &version):
 		supported := "another version"
-		if len(version.Supported) > 0 {
-			supported = printable.Log(clip(strings.Join(version.Supported, ", "), 80))
+		var named []string
+		for _, v := range version.Supported {
+			if v = strings.TrimSpace(v); v != "" {
+				named = append(named, v)
+			}
+		}
+		if len(named) > 0 {
+			supported = printable.Log(clip(strings.Join(named, ", "), 80))
 		}
 		return fmt.Sprintf("it refused MCP protocol version %s, the one the bridge speaks to servers, and supports only %s (-32022); pin a release of the server that supports %s",
 			childProtocolVersion, supported, childProtocolVersion)

@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
 	"github.com/bridge-mcp/bridge/protocol/alias"
 )
 
@@ -56,8 +57,8 @@ func ParseTool(raw json.RawMessage) ToolInfo {
 	t := ToolInfo{Raw: raw}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		t.Skip = fmt.Sprintf("the entry is %s, not an object", jsonKind(raw))
-		if err != nil && jsonKind(raw) == "an object" { // nested past encoding/json's limit
+		t.Skip = fmt.Sprintf("the entry is %s, not an object", mcpwire.TypeOf(raw))
+		if err != nil && mcpwire.TypeOf(raw) == "an object" { // nested past encoding/json's limit
 			t.Skip = "the entry does not parse"
 		}
 		return t
@@ -89,22 +90,22 @@ func toolProblem(raw json.RawMessage, m map[string]json.RawMessage, name string)
 	if why := nameProblem(m["name"], name); why != "" {
 		return why
 	}
-	if d := jsonDepth(raw); d > maxToolDepth {
+	if d := mcpwire.Depth(raw); d > maxToolDepth {
 		return fmt.Sprintf("it nests %d levels deep, over the %d the bridge allows", d, maxToolDepth)
 	}
 	in := m["inputSchema"]
 	if isNull(in) {
 		return ""
 	}
-	if k := jsonKind(in); k != "an object" {
+	if k := mcpwire.TypeOf(in); k != "an object" {
 		return fmt.Sprintf("inputSchema is %s, not an object", k)
 	}
 	var schema map[string]json.RawMessage
 	if json.Unmarshal(in, &schema) != nil {
-		return "inputSchema does not parse" // cannot happen: jsonKind saw an object
+		return "inputSchema does not parse" // cannot happen: TypeOf saw an object
 	}
-	if p := schema["properties"]; !isNull(p) && jsonKind(p) != "an object" {
-		return fmt.Sprintf("inputSchema.properties is %s, not an object", jsonKind(p))
+	if p := schema["properties"]; !isNull(p) && mcpwire.TypeOf(p) != "an object" {
+		return fmt.Sprintf("inputSchema.properties is %s, not an object", mcpwire.TypeOf(p))
 	}
 	return ""
 }
@@ -121,8 +122,8 @@ func nameProblem(raw json.RawMessage, name string) string {
 	switch {
 	case raw == nil:
 		return "name is missing"
-	case jsonKind(raw) != "a string":
-		return fmt.Sprintf("name is %s, not a string", jsonKind(raw))
+	case mcpwire.TypeOf(raw) != "a string":
+		return fmt.Sprintf("name is %s, not a string", mcpwire.TypeOf(raw))
 	case name == "":
 		return "name is empty"
 	case len(name) > maxToolName:
@@ -138,56 +139,11 @@ func nameProblem(raw json.RawMessage, name string) string {
 	return ""
 }
 
-// jsonKind names the JSON type of a valid raw value for a reason: "a
-// string", "an array", ...
-func jsonKind(raw json.RawMessage) string {
-	s := strings.TrimLeft(string(raw), " \t\r\n")
-	if s == "" {
-		return "empty"
-	}
-	switch s[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
-// jsonDepth is how deep valid JSON nests: 0 for a scalar, 1 for [] or {}.
-func jsonDepth(raw json.RawMessage) int {
-	depth, most := 0, 0
-	inString, escaped := false, false
-	for _, c := range raw {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			escaped, inString = c == '\\', c != '"'
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			most = max(most, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return most
-}
-
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || jsonKind(raw) == "null" }
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || mcpwire.TypeOf(raw) == "null" }
 
 // objectOrNil is raw when it is a JSON object, nil otherwise.
 func objectOrNil(raw json.RawMessage) json.RawMessage {
-	if isNull(raw) || jsonKind(raw) != "an object" {
+	if isNull(raw) || mcpwire.TypeOf(raw) != "an object" {
 		return nil
 	}
 	return raw

@@ -3,9 +3,9 @@
 // containers, or Docker Engine with BRIDGE_TEST_RUNTIME=docker (or the local
 // backend with BRIDGE_TEST_RUNTIME=local, for a fast inner loop only; CI runs
 // podman, rootless podman and docker, and never skips). With
-// BRIDGE_TEST_BIN_DIR the binaries (bridge, fakeserver, fakehttp) are taken
-// from that directory instead of being built: a compiled test binary
-// (go test -c) then runs as another user, without Go.
+// BRIDGE_TEST_BIN_DIR the binaries (bridge, fakeserver, fakehttp,
+// hostileserver) are taken from that directory instead of being built: a
+// compiled test binary (go test -c) then runs as another user, without Go.
 package tests
 
 import (
@@ -19,8 +19,9 @@ import (
 )
 
 // bridgeBin is the binary under test, built once by TestMain; fakeBin and
-// fakeHTTPBin are the fake MCP servers.
-var bridgeBin, fakeBin, fakeHTTPBin string
+// fakeHTTPBin are the fake MCP servers, hostileBin the scripted one of the
+// hostile-upstream suite.
+var bridgeBin, fakeBin, fakeHTTPBin, hostileBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bridge-e2e-")
@@ -35,10 +36,12 @@ func TestMain(m *testing.M) {
 	bridgeBin = filepath.Join(binDir, "bridge")
 	fakeBin = filepath.Join(binDir, "fakeserver")
 	fakeHTTPBin = filepath.Join(binDir, "fakehttp")
+	hostileBin = filepath.Join(binDir, "hostileserver")
 	for _, b := range [][]string{
 		{"-race", "-o", bridgeBin, "../cmd/bridge"},
 		{"-o", fakeBin, "./fakeserver"},
 		{"-o", fakeHTTPBin, "./fakehttp"},
+		{"-o", hostileBin, "./hostileserver"},
 	} {
 		if binDir != dir {
 			if _, err := os.Stat(b[len(b)-2]); err != nil {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/bridge-mcp/bridge/protocol/printable"
 )
 
 // badReplyMark marks, in error.data, an error reply the filter wrote in
@@ -106,25 +108,44 @@ func (f *httpFilter) postedID(req *http.Request) json.RawMessage {
 
 // check holds one frame to the rules: it returns the frame to pass on
 // (invalid UTF-8 replaced), or an error reply in its place, or nil to
-// drop it. posted answers for a reply whose own id cannot be read.
-func (f *httpFilter) check(fr *frame, posted json.RawMessage) []byte {
-	if fr.line == nil {
-		if fr.scan.methodSeen {
-			return nil // a request or notification over the cap: nothing waits for it
+// drop it. In the response to a POSTed request (posted), every reply
+// answers that request: mcp-go takes the first reply it reads for the
+// answer, whatever its id. In a stream, a good reply to another id is
+// dropped; as a whole JSON body, it is refused.
+func (f *httpFilter) check(fr *frame, posted json.RawMessage, stream bool) []byte {
+	why := f.overCapMsg()
+	var m message
+	if fr.line != nil {
+		if !utf8.Valid(fr.line) {
+			fr.line = bytes.ToValidUTF8(fr.line, []byte("\uFFFD"))
 		}
-		return f.refuse(firstID(fr.scan.id, posted), f.overCapMsg())
+		m = decode(fr)
+		why = fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", f.server, m.why)
 	}
-	if !utf8.Valid(fr.line) {
-		fr.line = bytes.ToValidUTF8(fr.line, []byte("\uFFFD"))
-	}
-	m := decode(fr)
-	if m.why == "" {
+	switch {
+	case fr.line != nil && m.why == "" && m.kind == reply && posted != nil && !sameID(m.id, posted):
+		if stream {
+			return nil
+		}
+		return f.refuse(posted, fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (it answers id %s, not the request's %s)",
+			f.server, printable.Log(clip(string(m.id), 40)), posted))
+	case fr.line != nil && m.why == "":
 		return fr.line
+	case fr.scan.methodSeen:
+		return nil // a request or notification the bridge cannot use: nothing waits for it
 	}
-	if m.kind == request || m.kind == notification {
-		return nil
-	}
-	return f.refuse(firstID(m.id, posted), fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", f.server, m.why))
+	return f.refuse(firstID(posted, fr.scan.id), why)
+}
+
+// sameID says whether two raw ids name the same request.
+func sameID(a, b json.RawMessage) bool {
+	ka, okA := idKey(a)
+	kb, okB := idKey(b)
+	return okA && okB && ka == kb
+}
+
+func (f *httpFilter) brokeOff(err error) string {
+	return fmt.Sprintf("Server '%s' broke off its reply (%s)", f.server, printable.Log(clip(err.Error(), 120)))
 }
 
 func (f *httpFilter) overCapMsg() string {
@@ -174,10 +195,15 @@ func (b *jsonBody) fill() {
 	fr, err := newFrameReader(b.src, b.f.max).whole()
 	_ = b.src.Close() // read whole, or over the cap: the rest is not read
 	if err != nil {
-		b.out, b.err = bytes.NewReader(nil), err
+		// A body broken off (the server died mid-reply): its request
+		// gets the line a stdio server's exit would give, or the error.
+		b.out, b.err = bytes.NewReader(b.f.refuse(b.posted, b.f.brokeOff(err))), io.EOF
+		if b.out.Len() == 0 {
+			b.err = err
+		}
 		return
 	}
-	b.out = bytes.NewReader(b.f.check(fr, b.posted))
+	b.out = bytes.NewReader(b.f.check(fr, b.posted, false))
 	b.err = io.EOF
 }
 
@@ -206,6 +232,9 @@ type sseBody struct {
 	// notMessage: the event's type is not "message" (the SSE transport's
 	// "endpoint"), so its data is not a JSON-RPC frame.
 	notMessage bool
+	// replied: a reply to the posted request passed; resumable: the
+	// server sent an event id, so mcp-go may resume a broken stream.
+	replied, resumable bool
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
@@ -242,6 +271,16 @@ func (b *sseBody) step() error {
 	if b.hasData || len(b.fields) > 0 {
 		b.endEvent() // a last event without its blank line
 	}
+	// A POST's stream that ends unanswered, with no event id to resume
+	// from (SEP-1699), fails its request with a line that names the server.
+	if b.posted != nil && !b.replied && !b.resumable {
+		why := fmt.Sprintf("Server '%s' ended its reply stream without an answer", b.f.server)
+		if !errors.Is(err, io.EOF) {
+			why = b.f.brokeOff(err)
+		}
+		b.emit(b.f.refuse(b.posted, why))
+		b.replied = true
+	}
 	return err
 }
 
@@ -276,6 +315,9 @@ func (b *sseBody) endLine() {
 		b.endEvent()
 		return
 	}
+	if bytes.HasPrefix(line, []byte("id:")) {
+		b.resumable = true
+	}
 	if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
 		b.notMessage = string(bytes.TrimSpace(v)) != "message"
 	}
@@ -294,8 +336,8 @@ func (b *sseBody) feed(chunk []byte) {
 	// Answered as soon as its id is known, unless it is a request or
 	// a notification (its "method" came first).
 	if !b.answered && !b.notMessage && b.scan.id != nil && !b.scan.methodSeen {
-		b.answered = true
-		b.emit(b.f.refuse(b.scan.id, b.f.overCapMsg()))
+		b.answered, b.replied = true, true
+		b.emit(b.f.refuse(firstID(b.posted, b.scan.id), b.f.overCapMsg()))
 	}
 }
 
@@ -321,7 +363,9 @@ func (b *sseBody) endEvent() {
 			fr.line = nil
 		}
 		b.out.Write(b.fields)
-		b.emit(b.f.check(fr, b.posted))
+		out := b.f.check(fr, b.posted, true)
+		b.replied = b.replied || out != nil && !fr.scan.methodSeen
+		b.emit(out)
 	case !b.hasData:
 		b.out.Write(b.fields)
 		b.out.WriteByte('\n')

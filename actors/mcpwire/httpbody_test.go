@@ -149,3 +149,38 @@ func TestHTTPEndlessEvent(t *testing.T) {
 		t.Errorf("id %s, message %q; want the over-cap error to 7", id, msg)
 	}
 }
+
+// TestHTTPPostedRequestAnswered: in the response to a POSTed request, a
+// reply to another id never passes for its answer (mcp-go would take the
+// first reply it reads), and a stream that ends unanswered, or a JSON body
+// broken off, fails the request with a line naming the server.
+func TestHTTPPostedRequestAnswered(t *testing.T) {
+	stray := `{"jsonrpc":"2.0","id":"stray","result":{}}`
+	if id, msg := errorOf(t, filtered(t, 1024, "application/json", stray)); id != "7" || !strings.Contains(msg, `it answers id "stray", not the request's 7`) {
+		t.Errorf("JSON body answering another id: id %s, message %q", id, msg)
+	}
+	got := filtered(t, 1024, "text/event-stream", "data: "+stray+"\n\n")
+	id, msg := errorOf(t, strings.TrimSpace(strings.TrimPrefix(got, "data: ")))
+	if id != "7" || msg != "Server 'h' ended its reply stream without an answer" {
+		t.Errorf("stream with a stray reply only: %q; want it dropped and the end answered", got)
+	}
+	if got := filtered(t, 1024, "text/event-stream", "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"); strings.Contains(got, "without an answer") {
+		t.Errorf("a resumable stream was answered at its end: %q", got)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"res`)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: HTTPFilter(nil, "h", 1024)}
+	resp, err := hc.Post(srv.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if id, msg := errorOf(t, string(body)); id != "7" || !strings.HasPrefix(msg, "Server 'h' broke off its reply (") {
+		t.Errorf("a broken-off body: id %s, message %q", id, msg)
+	}
+}

@@ -71,7 +71,7 @@ func decode(fr *frame) message {
 	}
 	var method string
 	if json.Unmarshal(m.env.Method, &method) != nil || method == "" {
-		m.why = "its method is " + jsonType(m.env.Method) + ", not a name"
+		m.why = "its method is " + TypeOf(m.env.Method) + ", not a name"
 		return m
 	}
 	m.kind = notification
@@ -93,8 +93,8 @@ func checkReply(env envelope) string {
 		return checkError(env.Error)
 	case !hasResult:
 		return "it has neither a result nor an error"
-	case jsonType(env.Result) != "an object":
-		return "its result is " + jsonType(env.Result) + ", not an object"
+	case TypeOf(env.Result) != "an object":
+		return "its result is " + TypeOf(env.Result) + ", not an object"
 	}
 	return ""
 }
@@ -102,22 +102,22 @@ func checkReply(env envelope) string {
 func checkError(raw json.RawMessage) string {
 	var e map[string]json.RawMessage
 	if json.Unmarshal(raw, &e) != nil {
-		return "its error is " + jsonType(raw) + ", not an object"
+		return "its error is " + TypeOf(raw) + ", not an object"
 	}
 	code, ok := e["code"]
 	if !ok {
 		return "error.code is missing"
 	}
 	var n float64
-	if jsonType(code) != "a number" || json.Unmarshal(code, &n) != nil || n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
-		return "error.code is " + jsonType(code) + ", not an integer"
+	if TypeOf(code) != "a number" || json.Unmarshal(code, &n) != nil || n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+		return "error.code is " + TypeOf(code) + ", not an integer"
 	}
 	msg, ok := e["message"]
 	if !ok {
 		return "error.message is missing"
 	}
-	if jsonType(msg) != "a string" {
-		return "error.message is " + jsonType(msg) + ", not a string"
+	if TypeOf(msg) != "a string" {
+		return "error.message is " + TypeOf(msg) + ", not a string"
 	}
 	return ""
 }
@@ -151,8 +151,10 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// jsonType names the JSON type of raw, with its article.
-func jsonType(raw json.RawMessage) string {
+// TypeOf names the JSON type of raw, with its article ("an object", "a
+// string", "null", "missing" for nothing), for messages about a member of
+// the wrong type.
+func TypeOf(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "missing"

@@ -42,6 +42,14 @@ const (
 	scanScalar           // inside id's value, a number (or a literal, which is no id)
 )
 
+// Depth is how deep raw nests: 0 for a scalar, 1 for [] or {}. It reads
+// bytes without recursion, so no depth defeats it.
+func Depth(raw []byte) int {
+	var s scan
+	s.feed(raw)
+	return s.maxDepth
+}
+
 // feed scans the next chunk of the frame.
 func (s *scan) feed(b []byte) {
 	for _, c := range b {
