@@ -45,6 +45,16 @@
 // parent-death signal on Linux, the parent watcher elsewhere), owned pipes
 // and a capped stderr tail. It holds no actor, so cmd may import it.
 //
+// # Upstream servers' frames
+//
+// What a proxied server sends is not trusted (issue 34). A stdio server is
+// spoken to through actors/mcpwire's Transport, and an HTTP or SSE server's
+// response bodies pass its HTTPFilter before mcp-go reads them: frames are
+// capped, a reply the bridge cannot use ends its own call at once with a
+// BadReplyError, and invalid UTF-8 is replaced. The catalog keeps out the
+// tools/list entries the bridge cannot use (toolentry.go); doctor and
+// describe_server name them.
+//
 // # Messages
 //
 // A run_python call runs on the MCP request's goroutine through the

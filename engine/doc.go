@@ -4,26 +4,32 @@
 //
 // Imports flow cmd → engine → actors → protocol; nothing below imports the
 // engine, and protocol and its sub-packages import neither the engine nor
-// the actors.
+// the actors. cmd imports no actor (actors/childproc only): what it needs of
+// them, the engine names (human.go). cmd/bridge's TestLayering holds all of
+// this.
 //
 // # Where things live
 //
-//   - cmd/bridge: the CLI (bridge run, exec, doctor, bench, image).
+//   - cmd/bridge: the CLI (bridge run, serve, exec, doctor, auth, bench,
+//     image, kubernetes).
 //   - engine: the wiring (this package), doctor and the host parts the
 //     actors use.
 //   - Sandbox backends, which implement actors.Launcher, under engine:
-//     container (podman and docker) and local (tests only). Each takes
-//     only the settings it reads (container.Config, built by
-//     Env.ContainerConfig), not the whole Env.
+//     container (podman and docker), kube (a Pod per sandbox) and local
+//     (tests only). Each takes only the settings it reads
+//     (container.Config, built by Env.ContainerConfig; kube.Config, by
+//     env_kube.go), not the whole Env.
 //   - actors: the running services, each owning its state; actors/childproc
-//     runs child processes (no actor: cmd uses its parent watcher).
+//     runs child processes (no actor: cmd uses its parent watcher);
+//     actors/mcpwire reads what upstream MCP servers send (the stdio
+//     transport, the HTTP body filter).
 //   - protocol: the wire types of the host↔sandbox link; protocol/result is
 //     a run's outcome.
 //   - Pure libraries the actors use, under protocol: alias (server and tool
 //     aliases), search (BM25 and fuzzy tool search, "Did you mean"), schema
 //     (input-schema validation and Python-style signatures).
 //   - Libraries only the engine and cmd use, under engine: config, store,
-//     toon, render (below).
+//     toon, render, oauth, httpd (below).
 //   - Tools behind subcommands, under engine: bench, image (below).
 //   - entrypoint: the Python that runs inside the sandbox.
 //
@@ -36,21 +42,40 @@
 //     (bridge exec's copy of a spilled output).
 //   - The servers' host parts: servers.go (server specs from the config),
 //     catalogstore.go (actors.CatalogStore on disk), children.go
-//     (actors.ChildRegistry on disk), policy.go (the policy file).
+//     (actors.ChildRegistry on disk), policy.go (the policy file), auth.go
+//     (OAuth sign-in for http servers: bridge auth, and sign-in during a
+//     call through the client or bridge exec's terminal).
 //   - The run_python tool entry: tool.go, inventory.go.
+//   - bridge serve: serve.go (mcp-go's streamable HTTP server behind
+//     engine/httpd, each call as its principal), servecalls.go (a
+//     principal's sessions, store and grants), callgate.go (calls in flight
+//     per principal, and sharing between principals).
+//   - The kubernetes backend's settings: env_kube.go
+//     (MCP_BRIDGE_K8S_*, kube.Config).
+//   - human.go: the actors' Human, named for cmd (bridge exec's terminal
+//     answers approvals).
 //
 // # Sub-packages
 //
 // Libraries, which import only protocol, its sub-packages or each other,
 // never the engine or the actors: config (server config files), store
 // (memory and saved tools on disk), toon (the TOON encoding), render (a
-// run's result as an MCP tool result).
+// run's result as an MCP tool result), oauth (OAuth 2.1 sign-in to remote
+// servers: discovery, registration, PKCE, refresh, the token store; it
+// imports config).
+//
+// httpd is bridge serve's HTTP side (bearer tokens, the middleware in
+// front of mcp-go's streamable HTTP server, TLS reload, Prometheus
+// metrics); it imports actors for the principal a request carries, and
+// knows nothing of sessions or sandboxes.
 //
 // Sandbox backends import actors (the interfaces they implement),
 // actors/childproc, entrypoint and owner, never the engine or each other:
 // container (the run argv with every confinement flag, runtime and OCI
 // runtime choice, seccomp profile, id maps, mounts, removal with a
-// watchdog, the sweep of dead bridges' containers) and local.
+// watchdog, the sweep of dead bridges' containers), kube (a Pod per
+// sandbox through client-go, its link over the API server's attach, a warm
+// pool, the Lease and the sweep of dead bridges' pods) and local.
 //
 // Host helpers: owner (this bridge's bridge.owner label, whether another
 // bridge or process lives, /proc), used by container and children.go.

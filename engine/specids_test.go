@@ -20,8 +20,8 @@ const specIndex = "docs/spec-ids.md"
 var citedRe = regexp.MustCompile(`\b([A-Z]{2,5})-([0-9]+)(?:\.\.([0-9]+))?\b`)
 
 // notIDs are prefixes that read like an ID but name something else
-// (SHA-256, UTF-8, CVE-2024-…).
-var notIDs = map[string]bool{"SHA": true, "UTF": true, "AES": true, "CVE": true, "RFC": true, "ISO": true}
+// (SHA-256, UTF-8, CVE-2024-…, and SEP-1699: an MCP proposal, not ours).
+var notIDs = map[string]bool{"SHA": true, "UTF": true, "AES": true, "CVE": true, "RFC": true, "ISO": true, "SEP": true}
 
 // indexLineRe is one line of the index table: | `TMO-4` | what it requires |.
 var indexLineRe = regexp.MustCompile("^\\| `([A-Z]{2,5}-[0-9]+)` \\| (.+) \\|$")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/protocol/printable"
 )
 
@@ -34,13 +34,13 @@ func newTTYHuman() *ttyHuman {
 	return &ttyHuman{open: func() (io.ReadWriteCloser, error) { return os.OpenFile("/dev/tty", os.O_RDWR, 0) }}
 }
 
-func (h *ttyHuman) Caps() actors.HumanCaps {
+func (h *ttyHuman) Caps() engine.HumanCaps {
 	tty, err := h.open()
 	if err != nil {
-		return actors.HumanCaps{Missing: "bridge exec has no terminal (/dev/tty) to ask on"}
+		return engine.HumanCaps{Missing: "bridge exec has no terminal (/dev/tty) to ask on"}
 	}
 	_ = tty.Close()
-	return actors.HumanCaps{Form: true}
+	return engine.HumanCaps{Form: true}
 }
 
 func (h *ttyHuman) Sample(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

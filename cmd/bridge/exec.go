@@ -11,7 +11,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -107,7 +106,7 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 		emit(result.Result{Status: result.StatusValidation, Error: msg, Session: result.DefaultSession})
 	} else {
 		// Approvals and relayed questions are answered on the terminal.
-		e.Exec(actors.WithHuman(ctx, newTTYHuman()), a, emit)
+		e.Exec(engine.WithHuman(ctx, newTTYHuman()), a, emit)
 	}
 	if tty {
 		fmt.Fprintln(m.Stderr, statusLine(res))
