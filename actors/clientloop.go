@@ -129,7 +129,7 @@ func (c *Client) reapIdle() {
 	if c.conn == nil || c.conn.inflight.Load() != 0 || time.Since(c.lastUse) <= c.deps.IdleTimeout {
 		return
 	}
-	c.log.Info().Dur("idle", time.Since(c.lastUse).Round(time.Second)).Msg("server idle; stopping it")
+	c.log.Info().Dur("idle_ms", time.Since(c.lastUse).Round(time.Second)).Msg("server idle; stopping it")
 	conn := c.conn
 	c.conn = nil
 	c.eager = false
@@ -241,8 +241,8 @@ func (c *Client) onExited(ev exited) {
 	}
 	c.noteFailure(fmt.Errorf("exited (%s)", ev.conn.exitDesc()))
 	c.publish()
-	c.log.Warn().Str("status", ev.conn.exitDesc()).Dur("uptime", up).Str("stderr", ev.conn.stderrTail()).
-		Dur("restartIn", time.Until(c.nextStart)).Msg("server exited; restarting")
+	c.log.Warn().Str("status", ev.conn.exitDesc()).Dur("uptime_ms", up).Str("stderr", ev.conn.stderrTail()).
+		Dur("restartIn_ms", time.Until(c.nextStart)).Msg("server exited; restarting")
 	c.eager = true
 	c.armRestart()
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/bridge-mcp/bridge/protocol/printable"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
 
@@ -96,7 +98,36 @@ func (d *Dispatcher) Validate(raw json.RawMessage) (Args, string) {
 			return Args{}, "'session' must be 1-64 characters from A-Z a-z 0-9 _ . -"
 		}
 	}
+	if note := unknownArgs(fields); note != "" {
+		a.Notes = append(a.Notes, note)
+	}
 	return a, ""
+}
+
+// runPythonArgs are the arguments run_python takes.
+var runPythonArgs = []string{"code", "servers", "timeout", "session"}
+
+// unknownArgs is a note naming the arguments run_python does not take (a
+// model may send `language`, say), which are ignored; "" when none.
+func unknownArgs(fields map[string]json.RawMessage) string {
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(runPythonArgs, k) {
+			unknown = append(unknown, "'"+printable.Log(clip(k, 40))+"'")
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	what := "argument"
+	if len(unknown) > 1 {
+		what = "arguments"
+	}
+	if len(unknown) > 5 {
+		unknown = append(unknown[:5], fmt.Sprintf("and %d more", len(unknown)-5))
+	}
+	return fmt.Sprintf("ignored %s %s: run_python takes only %s", what, strings.Join(unknown, ", "), strings.Join(runPythonArgs, ", "))
 }
 
 // Run validates raw and runs the call.

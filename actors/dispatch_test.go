@@ -45,8 +45,13 @@ func TestValidate(t *testing.T) {
 		{`{"code":"1","servers":"a","timeout":"x"}`, "'servers' must be a list", Args{}},
 		// Valid arguments.
 		{`{"code":"1"}`, "", Args{Code: "1", Timeout: 30, Session: "default"}},
-		{`{"code":"1","servers":["b","a","b"],"timeout":7,"session":"s.1-x_y","extra":1}`, "",
+		{`{"code":"1","servers":["b","a","b"],"timeout":7,"session":"s.1-x_y"}`, "",
 			Args{Code: "1", Servers: []string{"b", "a"}, Timeout: 7, Session: "s.1-x_y"}},
+		// Unknown arguments are ignored, and named (issue 35).
+		{`{"code":"1","language":"python","extra":1}`, "", Args{Code: "1", Timeout: 30, Session: "default",
+			Notes: []string{"ignored arguments 'extra', 'language': run_python takes only code, servers, timeout, session"}}},
+		{`{"code":"1","a":1,"b":1,"c":1,"d":1,"e":1,"f\u0007":1,"g":1}`, "", Args{Code: "1", Timeout: 30, Session: "default",
+			Notes: []string{"ignored arguments 'a', 'b', 'c', 'd', 'e', and 2 more: run_python takes only code, servers, timeout, session"}}},
 		{`{"code":"1","timeout":121}`, "", Args{Code: "1", Timeout: 120, Session: "default",
 			Notes: []string{"timeout clamped to 120s (MCP_BRIDGE_MAX_TIMEOUT)"}}},
 		{`{"code":"1","timeout":99999999999999999999}`, "", Args{Code: "1", Timeout: 120, Session: "default",

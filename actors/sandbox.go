@@ -314,7 +314,7 @@ func (s *sandbox) onRecv(req *jsonrpc2.Request, resp *jsonrpc2.Response) {
 func (s *sandbox) watchLink() {
 	select {
 	case <-s.stalled:
-		s.log.Warn().Dur("bound", linkWriteBound).Msg("link: the sandbox stopped reading its stdin; killing it")
+		s.log.Warn().Dur("bound_ms", linkWriteBound).Msg("link: the sandbox stopped reading its stdin; killing it")
 		s.kill()
 	case <-s.broken:
 		s.log.Warn().Msg("link: a handler panicked (logged above); killing the sandbox")
@@ -359,7 +359,7 @@ func (s *sandbox) waitReady(ctx context.Context) (retry bool, err error) {
 	defer timer.Stop()
 	select {
 	case <-s.ready:
-		s.log.Debug().Dur("sinceSpawn", time.Since(s.spawned)).Str("python", printable.Log(s.info.Python)).Msg("sandbox ready")
+		s.log.Debug().Dur("sinceSpawn_ms", time.Since(s.spawned)).Str("python", printable.Log(s.info.Python)).Msg("sandbox ready")
 		if !pythonAtLeast(s.info.Python, 3, 11) {
 			return false, fmt.Errorf("Sandbox image has Python %s; 3.11+ is required", s.info.Python)
 		}

@@ -353,7 +353,7 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 	}
 	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
 	usable, _ := SplitTools(tools)
-	c.log.Info().Int("tools", len(usable)).Dur("startup", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
+	c.log.Info().Int("tools", len(usable)).Dur("startup_ms", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
 	return conn, tools, nil
 }
 

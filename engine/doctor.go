@@ -59,8 +59,10 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	default:
 		detail += "; project servers start once approved (MCP_BRIDGE_PROJECT_SERVERS=approved)"
 	}
-	if len(absent) > 0 {
-		detail += "; not present: " + strings.Join(absent, ", ")
+	if n := len(absent); n > 0 {
+		// Counted, not listed: most sources are other agents' files that
+		// this machine does not have, and the paths are in the README.
+		detail += fmt.Sprintf("; %d of their %d files absent (the README's sources table lists where each is read)", n, len(config.SourcePaths(e.configOptions())))
 	}
 	add("OK", "config sources", "%s", detail)
 	doctorConfig(set, e.Env, add)

@@ -215,7 +215,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 // results to be written, before it closes the server.
 func (e *Engine) drain(d *httpd.Drain, srv *http.Server, mcpHTTP *server.StreamableHTTPServer, timeout time.Duration, interrupt func(), log zerolog.Logger) {
 	d.Start()
-	log.Info().Dur("drainTimeout", timeout).Int("inFlight", d.InFlight()).Msg("draining: refusing new requests; waiting for calls in flight")
+	log.Info().Dur("drainTimeout_ms", timeout).Int("inFlight", d.InFlight()).Msg("draining: refusing new requests; waiting for calls in flight")
 	// The standalone SSE streams (GET) never end on their own.
 	_ = mcpHTTP.Shutdown(context.Background())
 	dctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -72,7 +72,7 @@ func (e *Engine) httpRun(gate *callGate, m *httpd.Metrics, interrupted *atomic.B
 		args, msg := e.dispatcher.Validate(raw)
 		defer func() {
 			d := time.Since(queued)
-			e.Log.Info().Str("principal", principal).Str("session", res.Session).Dur("duration", d).
+			e.Log.Info().Str("principal", principal).Str("session", res.Session).Dur("duration_ms", d).
 				Str("status", res.Status).Msg("call")
 			m.Call(principal, res.Status, d)
 		}()

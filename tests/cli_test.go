@@ -432,3 +432,18 @@ func containerNames(prefix string) []string {
 	}
 	return names
 }
+
+// TestExecNotesToStderr: in compact output, bridge exec's notes go to
+// stderr, so stdout holds what the code printed (x=$(bridge exec ...) is
+// that); --output json keeps them inside its one document (issue 35).
+func TestExecNotesToStderr(t *testing.T) {
+	requirePodman(t)
+	out, errOut, code := runCLI(t, nil, "", "exec", "--timeout", "100000", "print(2+2)")
+	if code != 0 || out != "4\n" || !strings.Contains(errOut, "note: timeout clamped to ") {
+		t.Errorf("compact: exit %d, stdout %q, stderr %q; want 0, \"4\\n\" and the clamp note on stderr", code, out, tail(errOut, 1000))
+	}
+	out, _, code = runCLI(t, nil, "", "exec", "--output", "json", "--timeout", "100000", "print(2+2)")
+	if code != 0 || !strings.Contains(out, "timeout clamped to ") {
+		t.Errorf("json: exit %d, stdout %q; want the clamp note inside the document", code, out)
+	}
+}

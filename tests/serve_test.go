@@ -175,7 +175,7 @@ func TestServeTeam(t *testing.T) {
 			if json.Unmarshal([]byte(line), &m) != nil || m["message"] != "call" || m["principal"] != "bob" {
 				continue
 			}
-			if _, ok := m["duration"].(float64); !ok {
+			if _, ok := m["duration_ms"].(float64); !ok {
 				t.Errorf("access line without a duration: %s", line)
 			}
 			bobCalls++

@@ -157,8 +157,12 @@ func (m *Main) topHelp(w io.Writer) {
 	fmt.Fprintf(w, "bridge %s: an MCP server with one tool, run_python, that runs Python in a locked-down\n", Version())
 	fmt.Fprintf(w, "container session whose code can call your other MCP servers.\n\n")
 	fmt.Fprintf(w, "usage: bridge [COMMAND] [FLAGS]\n\ncommands:\n")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun `bridge help COMMAND` or `bridge COMMAND --help` for a command's flags.\n")
 	fmt.Fprintf(w, "Settings are MCP_BRIDGE_* environment variables (README, \"Environment variables\").\n")

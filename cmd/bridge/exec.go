@@ -93,10 +93,22 @@ func (m *Main) execCmd(ctx context.Context, args []string) int {
 				r.Output[i].Data = strings.ReplaceAll(r.Output[i].Data, src, dst)
 			}
 		}
+		var notes []string
+		if env.OutputMode != "json" && env.OutputMode != "toon" {
+			notes, r = takeNotes(r)
+		}
 		text := unfence(textOf(e.Render(r)), env.OutputMode)
+		if env.OutputMode == "json" {
+			text = withNotes(text, r.Notes)
+		}
 		if tty {
 			text = printable.String(text)
 		}
+		defer func() {
+			for _, n := range notes {
+				fmt.Fprintln(m.Stderr, "note: "+printable.String(n))
+			}
+		}()
 		if _, err := fmt.Fprintln(m.Stdout, text); err != nil {
 			res.Status = result.StatusError
 			fmt.Fprintf(m.Stderr, "bridge: exec: write result: %v\n", err)
@@ -130,6 +142,44 @@ func statusLine(r result.Result) string {
 		return fmt.Sprintf("bridge: status %s", r.Status)
 	}
 	return fmt.Sprintf("bridge: status %s, exit %d", r.Status, *r.ExitCode)
+}
+
+// takeNotes moves the notes out of r, for compact output: they go to
+// stderr, so that stdout holds only what the code printed and returned
+// (x=$(bridge exec 'print(2+2)') is 4). json and toon keep them inside
+// their one document.
+func takeNotes(r result.Result) ([]string, result.Result) {
+	var notes []string
+	if r.StateLost {
+		n := "session state was lost"
+		if r.LossReason != "" {
+			n += " (" + r.LossReason + ")"
+		}
+		notes = append(notes, n)
+		r.StateLost = false
+	}
+	notes = append(append(notes, r.ImageNotes...), r.Notes...)
+	r.ImageNotes, r.Notes = nil, nil
+	return notes, r
+}
+
+// withNotes adds notes to exec's JSON document as its last key, "notes":
+// the MCP result's payload has a fixed key set (§8.2) without them, but
+// exec prints one document, and its notes belong in it.
+func withNotes(doc string, notes []string) string {
+	body, ok := strings.CutSuffix(strings.TrimRight(doc, "\n"), "}")
+	if len(notes) == 0 || !ok {
+		return doc
+	}
+	list, err := json.MarshalIndent(notes, "  ", "  ")
+	if err != nil {
+		return doc
+	}
+	out := strings.TrimRight(body, "\n ") + ",\n  \"notes\": " + string(list) + "\n}"
+	if !json.Valid([]byte(out)) {
+		return doc
+	}
+	return out
 }
 
 func textOf(r *mcp.CallToolResult) string {
