@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/printable"
 )
@@ -123,6 +124,10 @@ func (r *Router) resourceRequest(ctx context.Context, s *CatalogServer, scope Sc
 				fmt.Sprintf("Server '%s' does not offer resources (%s answered: %s)", s.Spec.Name, method, rpcErr.msg))
 		case errors.As(err, &rpcErr) && (rpcErr.code == -32002 || rpcErr.code == -32602) && method == "resources/read":
 			return nil, LinkError(protocol.CodeNotFound, protocol.KindNotFound, fmt.Sprintf("%s: %s", what, rpcErr.msg))
+		case errors.Is(err, mcpwire.ErrOverCap):
+			// The transport refused it unread: say what it was for.
+			return nil, LinkError(protocol.CodeServerError, protocol.KindServerError,
+				fmt.Sprintf("%s: the reply is over the %d-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES)", what, r.MaxFrame))
 		}
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
 	}

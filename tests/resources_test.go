@@ -70,7 +70,7 @@ print(runtime.result(runtime.start("await runtime.read_resource('everything', 'd
 		want    string
 	}{
 		{"await runtime.read_resource('files', 'mem://big/2000000')", []string{"files"},
-			"MCPError: Resource mem://big/2000000 of server 'files': the reply is 2000"},
+			"MCPError: Resource mem://big/2000000 of server 'files': the reply is over the 1048576-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES)"},
 		{"await runtime.read_resource('files', 'mem://image')", []string{"everything"},
 			"server 'files' is configured but not granted to this call; pass servers=[\"files\"] to run_python"},
 		{"await mcp_files.read_resource('mem://big/3')", []string{"files"}, "'xxx'"},

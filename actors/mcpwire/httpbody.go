@@ -22,14 +22,17 @@ import (
 // its own error message as the bridge's.
 const badReplyMark = "bridgeBadReply"
 
+// overCapMark is the mark's value for a reply over the cap (ErrOverCap).
+const overCapMark = "overCap"
+
 // AsBadReply is the BadReplyError that an error reply written by
 // HTTPFilter carries; nil for any other error reply.
 func AsBadReply(e *mcp.JSONRPCErrorDetails) error {
 	if e == nil {
 		return nil
 	}
-	if data, ok := e.Data.(map[string]any); ok && data[badReplyMark] == true {
-		return &BadReplyError{Msg: e.Message}
+	if data, ok := e.Data.(map[string]any); ok && (data[badReplyMark] == true || data[badReplyMark] == overCapMark) {
+		return &BadReplyError{Msg: e.Message, OverCap: data[badReplyMark] == overCapMark}
 	}
 	return nil
 }
@@ -113,14 +116,12 @@ func (f *httpFilter) postedID(req *http.Request) json.RawMessage {
 // answer, whatever its id. In a stream, a good reply to another id is
 // dropped; as a whole JSON body, it is refused.
 func (f *httpFilter) check(fr *frame, posted json.RawMessage, stream bool) []byte {
-	why := f.overCapMsg()
 	var m message
 	if fr.line != nil {
 		if !utf8.Valid(fr.line) {
 			fr.line = bytes.ToValidUTF8(fr.line, []byte("\uFFFD"))
 		}
 		m = decode(fr)
-		why = fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", f.server, m.why)
 	}
 	switch {
 	case fr.line != nil && m.why == "" && m.kind == reply && posted != nil && !sameID(m.id, posted):
@@ -133,8 +134,10 @@ func (f *httpFilter) check(fr *frame, posted json.RawMessage, stream bool) []byt
 		return fr.line
 	case fr.scan.methodSeen:
 		return nil // a request or notification the bridge cannot use: nothing waits for it
+	case fr.line == nil:
+		return f.refuseOverCap(firstID(posted, fr.scan.id))
 	}
-	return f.refuse(firstID(posted, fr.scan.id), why)
+	return f.refuse(firstID(posted, fr.scan.id), fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", f.server, m.why))
 }
 
 // sameID says whether two raw ids name the same request.
@@ -148,17 +151,22 @@ func (f *httpFilter) brokeOff(err error) string {
 	return fmt.Sprintf("Server '%s' broke off its reply (%s)", f.server, printable.Log(clip(err.Error(), 120)))
 }
 
-func (f *httpFilter) overCapMsg() string {
-	return fmt.Sprintf("Server '%s' sent a reply over the %d-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES); ask it for less, or raise the limit", f.server, f.max)
-}
-
 // refuse is an error reply to id with msg; nil without an id.
 func (f *httpFilter) refuse(id json.RawMessage, msg string) []byte {
+	return f.refuseMarked(id, msg, true)
+}
+
+// refuseOverCap is refuse for a reply over the cap.
+func (f *httpFilter) refuseOverCap(id json.RawMessage) []byte {
+	return f.refuseMarked(id, overCapError(f.server, f.max).Msg, overCapMark)
+}
+
+func (f *httpFilter) refuseMarked(id json.RawMessage, msg string, mark any) []byte {
 	if _, ok := idKey(id); !ok {
 		return nil
 	}
 	out, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id,
-		"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": msg, "data": map[string]any{badReplyMark: true}}})
+		"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": msg, "data": map[string]any{badReplyMark: mark}}})
 	return out
 }
 
@@ -337,7 +345,7 @@ func (b *sseBody) feed(chunk []byte) {
 	// a notification (its "method" came first).
 	if !b.answered && !b.notMessage && b.scan.id != nil && !b.scan.methodSeen {
 		b.answered, b.replied = true, true
-		b.emit(b.f.refuse(firstID(b.posted, b.scan.id), b.f.overCapMsg()))
+		b.emit(b.f.refuseOverCap(firstID(b.posted, b.scan.id)))
 	}
 }
 

@@ -48,7 +48,7 @@ func errorOf(t *testing.T, data string) (string, string) {
 	if err := json.Unmarshal([]byte(data), &m); err != nil {
 		t.Fatalf("not JSON: %q: %v", data, err)
 	}
-	if data, ok := m.Error.Data.(map[string]any); !ok || data[badReplyMark] != true {
+	if data, ok := m.Error.Data.(map[string]any); !ok || data[badReplyMark] != true && data[badReplyMark] != overCapMark {
 		return string(m.ID), ""
 	}
 	return string(m.ID), m.Error.Message

@@ -90,9 +90,25 @@ type answer struct {
 }
 
 // BadReplyError is a frame that answered a request but could not be used.
-type BadReplyError struct{ Msg string }
+// OverCap says it was over the frame cap: errors.Is(err, ErrOverCap).
+type BadReplyError struct {
+	Msg     string
+	OverCap bool
+}
 
 func (e *BadReplyError) Error() string { return e.Msg }
+
+// Unwrap is ErrOverCap for a reply over the cap, so that a caller can say
+// what the reply was for ("Resource x: the reply is over ...").
+func (e *BadReplyError) Unwrap() error {
+	if e.OverCap {
+		return ErrOverCap
+	}
+	return nil
+}
+
+// ErrOverCap marks a reply over MCP_BRIDGE_MAX_FRAME_BYTES.
+var ErrOverCap = errors.New("reply over the frame limit")
 
 // New returns a transport reading the server's frames from r and writing
 // the bridge's to w; Close closes both.
@@ -288,9 +304,7 @@ func (t *Transport) overCap(s *scan) {
 	if s.methodSeen {
 		return
 	}
-	t.deliver(s.id, answer{err: &BadReplyError{fmt.Sprintf(
-		"Server '%s' sent a reply over the %d-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES); ask it for less, or raise the limit",
-		t.opt.Server, t.opt.MaxFrame)}})
+	t.deliver(s.id, answer{err: overCapError(t.opt.Server, t.opt.MaxFrame)})
 }
 
 // handle routes one frame.
@@ -317,7 +331,7 @@ func (t *Transport) handle(f *frame) {
 			t.skip("reply to no request in flight (a stray, late or repeated id)", printable.Log(clip(string(m.id), 80)))
 		}
 	case m.why != "":
-		if !t.deliver(m.id, answer{err: &BadReplyError{fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", t.opt.Server, m.why)}}) {
+		if !t.deliver(m.id, answer{err: &BadReplyError{Msg: fmt.Sprintf("Server '%s' sent a reply the bridge cannot read (%s)", t.opt.Server, m.why)}}) {
 			t.skip(m.why, printable.Log(clip(string(f.line), 200)))
 		}
 	case m.kind == notification:
@@ -427,6 +441,13 @@ func (t *Transport) respond(resp *transport.JSONRPCResponse) {
 	if err := t.write(t.life, resp); err != nil {
 		t.log.Debug().Err(err).Msg("answering a server request")
 	}
+}
+
+// overCapError is the error of a reply over the frame cap.
+func overCapError(server string, maxFrame int) *BadReplyError {
+	return &BadReplyError{OverCap: true, Msg: fmt.Sprintf(
+		"Server '%s' sent a reply over the %d-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES); ask it for less, or raise the limit",
+		server, maxFrame)}
 }
 
 // stack is the panicking goroutine's stack, bounded for the log.

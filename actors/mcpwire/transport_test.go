@@ -161,8 +161,8 @@ func TestReplyOverCap(t *testing.T) {
 				_, _ = io.WriteString(p.conn, tc.frame(p.readID(t))) // an endless line's write ends when the pipe closes
 			}()
 			_, err := call(t, tr, "bridge-1")
-			if want := "sent a reply over the 1024-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES)"; err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("error = %v, want %q", err, want)
+			if want := "sent a reply over the 1024-byte frame limit (MCP_BRIDGE_MAX_FRAME_BYTES)"; err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrOverCap) {
+				t.Errorf("error = %v, want %q, and ErrOverCap", err, want)
 			}
 			_ = p.conn.Close()
 			wg.Wait()
