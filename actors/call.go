@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -180,6 +181,9 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	res.Images, res.ImageNotes = call.images(got.r.Saved)
 	if got.err == nil {
 		s.replied(&res, got.r, truncated, timedOut)
+		if res.Status == result.StatusTimeout {
+			res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, false, loss != "", call.during)
+		}
 		return finish(res, sb, reset || got.r.Reset)
 	}
 	// The exec frame never left: it is over the frame cap (the code plus
@@ -190,7 +194,67 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, sb, false)
 	}
 	s.linkLost(&res, sb, got.err, timedOut || hardKill)
+	if res.Status == result.StatusTimeout {
+		res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, true, false, call.during)
+	}
 	return finish(res, nil, false)
+}
+
+// timeoutError is the error of a call its deadline ended (TMO-3's text
+// first), on one line that gives the next step: the tool calls in flight
+// when the deadline passed, whether the session kept its state (lost: the
+// cell ignored the interrupt and its container was replaced; earlier: an
+// earlier loss this result reports, so what is kept is this call's state
+// only), how high timeout may go (maxTimeout, MCP_BRIDGE_MAX_TIMEOUT; 0:
+// not known) and runtime.start for work longer than that.
+func timeoutError(t, maxTimeout int, lost, earlier bool, during []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Execution timed out after %ds", t)
+	atCeiling := maxTimeout > 0 && t >= maxTimeout
+	if atCeiling {
+		b.WriteString(" (the most MCP_BRIDGE_MAX_TIMEOUT allows)")
+	}
+	if len(during) > 0 {
+		what := "the tool call "
+		if len(during) > 1 {
+			what = "the tool calls "
+		}
+		b.WriteString(" during " + what + joinNames(during, maxNamedCalls))
+	}
+	switch {
+	case lost:
+		b.WriteString("; the cell ignored the interrupt, so the session was restarted and its state is lost")
+	case earlier:
+		b.WriteString("; the session kept the state this call built")
+	default:
+		b.WriteString("; the session kept its state")
+	}
+	const background = "start it in the background: job = runtime.start(code), then runtime.result(job) in later calls"
+	switch {
+	case atCeiling:
+		b.WriteString(". For longer work, " + background)
+	case maxTimeout > 0:
+		fmt.Fprintf(&b, ". For longer work, pass a larger timeout (at most %d, MCP_BRIDGE_MAX_TIMEOUT) or %s", maxTimeout, background)
+	default:
+		b.WriteString(". For longer work, pass a larger timeout or " + background)
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// maxNamedCalls bounds the tool calls a timeout's error names.
+const maxNamedCalls = 3
+
+// joinNames is names as "a", "a and b", "a, b and c", the ones past n
+// counted: "a, b, c and 2 more".
+func joinNames(names []string, n int) string {
+	if len(names) > n {
+		names = append(names[:n:n], fmt.Sprintf("%d more", len(names)-n))
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // savedToolsInline is the largest saved-tools reply sent with a sandbox's
@@ -303,6 +367,7 @@ wait:
 				continue
 			}
 			timedOut = true
+			call.during = call.inFlight()
 			interrupt()
 		case <-cancelC:
 			cancelC = nil
@@ -353,8 +418,7 @@ func (s *Session) replied(res *result.Result, r protocol.ExecResult, truncated, 
 	res.Notes = append(res.Notes, boxNotes(r.Notes)...)
 	switch {
 	case timedOut && r.Outcome == protocol.OutcomeInterrupted:
-		res.Status = result.StatusTimeout
-		res.Error = fmt.Sprintf("Execution timed out after %ds", res.TimeoutSeconds)
+		res.Status = result.StatusTimeout // runCall writes the error (timeoutError)
 	case r.Outcome == protocol.OutcomeOK || (r.Outcome == protocol.OutcomeExit && r.ExitCode == 0):
 		res.Status = result.StatusSuccess
 		res.ExitCode = result.IntPtr(0)
@@ -383,8 +447,7 @@ func (s *Session) linkLost(res *result.Result, sb *sandbox, err error, timedOut 
 	res.StateLost = true
 	switch {
 	case timedOut:
-		res.Status = result.StatusTimeout
-		res.Error = fmt.Sprintf("Execution timed out after %ds", res.TimeoutSeconds)
+		res.Status = result.StatusTimeout // runCall writes the error (timeoutError)
 		res.LossReason = "timeout"
 	case stalled:
 		res.Status = result.StatusError

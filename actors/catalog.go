@@ -39,7 +39,7 @@ type CatalogServer struct {
 	// (toolentry.go); they are in no other field.
 	Skipped []SkippedTool
 
-	validators sync.Map // tool name → func(json.RawMessage) error (compiled lazily)
+	checkers sync.Map // tool name → *schema.Checker (built on the tool's first call)
 }
 
 // newCatalogServer is a server with its tool aliases (ALS-2); known says
@@ -132,11 +132,19 @@ func (c *Catalog) Names() []string {
 	return out
 }
 
-// findTool returns the index of the tool named or aliased name (exact name
-// first, then case-insensitive name or alias), -1 when absent.
+// findTool returns the index of the tool named or aliased name: its exact
+// name first, then its exact alias (the proxy's name, which
+// runtime.call_tool takes too), then, when loose, the name or alias
+// case-insensitively; -1 when absent. A name wins over another tool's
+// alias, so a tool named like an alias stays reachable.
 func (cs *CatalogServer) findTool(name string, loose bool) int {
 	for i, t := range cs.Tools {
 		if t.Name == name {
+			return i
+		}
+	}
+	for i, a := range cs.Aliases {
+		if a == name {
 			return i
 		}
 	}
@@ -160,18 +168,42 @@ func (cs *CatalogServer) protocolServer() protocol.Server {
 	return ps
 }
 
-// validate checks args against the tool's input schema; the compiled
-// validator is cached per tool.
+// validate checks args against the tool's input schema (PXY-6, and the
+// names rule of issue 35); the checker is built once per tool. The error's
+// text is the reason and the tool's signature. It runs on the host, so no
+// code in the sandbox can skip it: the proxies leave every name check to it,
+// and the messages are the same whichever way the tool was called.
 func (cs *CatalogServer) validate(tool int, args json.RawMessage) error {
 	name := cs.Tools[tool].Name
-	v, ok := cs.validators.Load(name)
+	v, ok := cs.checkers.Load(name)
 	if !ok {
-		v, _ = cs.validators.LoadOrStore(name, schema.Compile(cs.Tools[tool].InputSchema))
+		v, _ = cs.checkers.LoadOrStore(name, schema.New(cs.Aliases[tool], cs.Tools[tool].InputSchema))
 	}
-	if fn, _ := v.(func(json.RawMessage) error); fn != nil {
-		return fn(args)
+	return v.(*schema.Checker).Check(args, closestName)
+}
+
+// closestName is the candidate nearest a wrong argument name, "" when none
+// is near enough: the "Did you mean" ranking of tool names (PRX-4).
+func closestName(name string, candidates []string) string {
+	if s := search.Suggest(name, candidates, 1); len(s) > 0 {
+		return s[0]
 	}
-	return nil
+	return ""
+}
+
+// serverName is the name of the server named or aliased name (the name
+// first), name itself when neither: runtime.call_tool takes the alias
+// that the proxies (mcp_<alias>) and search show.
+func (c *Catalog) serverName(name string) string {
+	if c.Server(name) != nil {
+		return name
+	}
+	for _, s := range c.Servers {
+		if s.Spec.Alias == name {
+			return s.Spec.Name
+		}
+	}
+	return name
 }
 
 // toolDoc is a doc dict (§9.2) in its documented key order.

@@ -118,8 +118,9 @@ type Client struct {
 
 	uses   chan request[struct{}, useReply]
 	events chan clientEvent
-	// kicks asks for a start in the background (search covers servers
-	// without a catalog this way and never waits); buffered, one pending.
+	// kicks asks for a start in the background (search starts servers
+	// without a catalog this way, and waits 2 s at most for them);
+	// buffered, one pending.
 	kicks chan struct{}
 	// state is what the actor last reported about its process, for
 	// readers that must not wait on the actor (search). Written by Serve.

@@ -163,7 +163,7 @@ func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) r
 	timeout := time.Duration(args.Timeout) * time.Second
 	req := &ExecRequest{
 		Ctx: ctx, Code: args.Code, Servers: servers, Timeout: timeout,
-		Deadline: queued.Add(timeout), Reply: make(chan result.Result, 1),
+		Deadline: queued.Add(timeout), MaxTimeout: d.MaxTimeout, Reply: make(chan result.Result, 1),
 		Discovered: cat.Names(),
 	}
 	if !s.Exec(ctx, req) {

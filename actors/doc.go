@@ -81,9 +81,19 @@
 //	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine;
 //	          no message to the router)
 //
+// A call_tool's arguments are checked on that goroutine before anything is
+// sent (CatalogServer.validate: names, then JSON Schema, a checker built
+// once per tool of the snapshot). It is the only check: the sandbox's
+// proxies leave every name to it, so no sandbox code skips it and the
+// proxy and runtime.call_tool get one message.
+//
 // A tool that requires a task goes through Client.CallTask (tasks.go), whose
 // one helper goroutine (the blocking tasks/result) ends with the call; the
 // resources methods (resources.go) go through Client.roundTrip like Call.
+// search_tool_docs asks the clients of the servers still starting for their
+// connection (ask on uses), one after another against one 2 s deadline for
+// the whole search (methods.go's awaitStarting), and the activeCall keeps
+// the call's tool calls in flight, which a timeout's error names.
 //
 // Between actors:
 //

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,14 +69,43 @@ func (a *activeCall) upstream(key uint64, msg string) {
 	a.media.upSeq++
 }
 
+// began records inner call key, labelled "server.tool", as in flight.
+func (a *activeCall) began(key uint64, label string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inflight == nil {
+		a.inflight = map[uint64]string{}
+	}
+	a.inflight[key] = label
+}
+
 // ended drops the pending progress of inner call key, which returned:
-// nothing is reported for a call that ended.
-func (a *activeCall) ended(key uint64) {
+// nothing is reported for a call that ended. One that ran out at the
+// call's deadline stays in flight (upstreamSink): its bound and the
+// deadline pass together, and the call's wait may see the deadline after
+// this inner call has already returned.
+func (a *activeCall) ended(key uint64, ranOut bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.media.upKey == key {
 		a.media.up = ""
 	}
+	if !ranOut {
+		delete(a.inflight, key)
+	}
+}
+
+// inFlight is the labels of the inner calls in flight, in the order they
+// began.
+func (a *activeCall) inFlight() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	keys := slices.Sorted(maps.Keys(a.inflight))
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = a.inflight[k]
+	}
+	return out
 }
 
 func newMedia(l protocol.Limits) media {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/printable"
-	"github.com/bridge-mcp/bridge/protocol/schema"
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
@@ -211,17 +210,21 @@ func (r *Router) namedServer(ctx context.Context, cat *Catalog, scope Scope, met
 	return r.known(ctx, cat, scope, deref(p.Name, p.Server))
 }
 
-// search ranks tools over every discovered server with a catalog at hand.
-// It never waits on a server: one without a catalog yet (starting, hung,
-// crashed, backing off) is started in the background and reported under
-// "uncovered" with its state, so the next search covers it once it answers.
+// search ranks tools over every discovered server. A server without a
+// catalog is started in the background (kicked); search waits for those
+// still starting and not yet hung (startingUntil), all of them against one
+// deadline searchWait after it began, and covers each that comes up. The
+// others (hung, failing, parked, or slower than the wait) are reported under
+// "uncovered" with their state at once, so the next search covers them once
+// they answer.
 func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query string, limit int, detail string) (any, error) {
+	fresh := awaitStarting(ctx, cat, time.Now())
 	warnings := []string{}
 	uncovered := map[string]string{}
+	now := time.Now()
 	for _, s := range cat.Servers {
-		if !s.Known {
-			s.Client.Kick()
-			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, s.Client.State(), scope, time.Now())
+		if _, up := fresh[s.Spec.Name]; !s.Known && !up {
+			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, s.Client.State(), scope, now)
 		}
 	}
 	userTools, warn := r.userToolDocs(scope.Principal)
@@ -231,12 +234,17 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 	if cat.Server(UserToolsServer) != nil {
 		userTools = nil // a configured server of that name wins
 	}
-	if len(userTools) == 0 {
+	if len(userTools) == 0 && len(fresh) == 0 {
 		return r.searchResults(cat, query, limit, detail, warnings, uncovered)
 	}
+	// The servers that came up during the wait are not in cat (the router
+	// publishes their catalog a moment later): the search index is built
+	// again with their tools, as with the saved tools.
 	tools := map[string][]ToolInfo{}
 	for _, s := range cat.Servers {
-		if s.Known {
+		if ts, up := fresh[s.Spec.Name]; up {
+			tools[s.Spec.Name] = ts
+		} else if s.Known {
 			tools[s.Spec.Name] = s.Tools
 		}
 	}
@@ -253,6 +261,68 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 	return r.searchResults(buildCatalog(specs, clients, tools), query, limit, detail, warnings, uncovered)
 }
 
+// searchWait bounds search's wait for servers still starting: one deadline
+// for the whole search, never one per server, so a first search right after
+// the bridge starts finds the servers that start quickly, and one that
+// starts slowly (a first `npx -y` download: 10 to 60 s) costs 2 s once.
+const searchWait = 2 * time.Second
+
+// awaitStarting kicks every server of cat without a catalog, waits for those
+// starting and not yet hung until searchWait after began (each also no later
+// than the moment it counts as hung), and returns the tools of those that
+// came up, by name. The waits run one after another: every start already
+// runs in the background, so the search ends when the last server came up
+// or the deadline passed, whichever is first, as a parallel wait would.
+func awaitStarting(ctx context.Context, cat *Catalog, began time.Time) map[string][]ToolInfo {
+	var waits []*CatalogServer
+	for _, s := range cat.Servers {
+		if !s.Known {
+			s.Client.Kick()
+			waits = append(waits, s)
+		}
+	}
+	deadline := began.Add(searchWait)
+	fresh := map[string][]ToolInfo{}
+	for _, s := range waits {
+		// The state as it is now: a start may have failed, or turned
+		// hung, while search waited for the servers before it.
+		now := time.Now()
+		until, ok := startingUntil(s.Client.State(), now)
+		if !ok || !now.Before(deadline) {
+			continue
+		}
+		if until.After(deadline) {
+			until = deadline
+		}
+		wctx, cancel := context.WithDeadline(ctx, until)
+		// useOnce, not Ready: a search never signs in, and its wait is
+		// this deadline, not the start timeout.
+		r, err := s.Client.useOnce(wctx)
+		cancel()
+		if err == nil {
+			fresh[s.Spec.Name] = r.tools
+		}
+	}
+	return fresh
+}
+
+// startingUntil reports whether search waits for a server in state st at
+// now, and until when at the latest: the moment the start counts as hung
+// (hungAfter). It waits for a server starting for the first time, or since
+// its last success, and for one up whose tools the catalog does not hold
+// yet; never for one whose last start failed (it is failing, or retrying
+// after a failure) or that is hung: those are answered at once.
+func startingUntil(st ClientState, now time.Time) (time.Time, bool) {
+	switch {
+	case st.Err != nil:
+		return time.Time{}, false
+	case st.Starting.IsZero(): // up, or not started yet: the kick starts it now
+		return now.Add(hungAfter), true
+	}
+	hung := st.Starting.Add(hungAfter)
+	return hung, now.Before(hung)
+}
+
 func (r *Router) searchResults(cat *Catalog, query string, limit int, detail string, warnings []string, uncovered map[string]string) (any, error) {
 	results := []any{}
 	for _, i := range cat.search(query, limit) {
@@ -263,7 +333,7 @@ func (r *Router) searchResults(cat *Catalog, query string, limit int, detail str
 }
 
 // hungAfter is how long a start runs before search calls the server hung
-// rather than starting.
+// rather than starting, and stops waiting for it.
 const hungAfter = 3 * time.Second
 
 // uncoveredState says why search could not cover a server, and when to
@@ -299,10 +369,16 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		// that needed a sign-in before it had a catalog send the attribute
 		// name, which only the catalog fetched after the sign-in resolves.
 		Alias bool `json:"alias,omitempty"`
+		// Validate false (runtime.call_tool(..., validate=False)) skips
+		// the argument check: the escape for a server whose schema is
+		// wrong. The server still judges its arguments; nothing else is
+		// skipped.
+		Validate *bool `json:"validate,omitempty"`
 	}
 	if err := decodeParams(protocol.MethodCallTool, params, &p); err != nil {
 		return nil, err
 	}
+	p.Server = cat.serverName(p.Server) // from here on the name, never the alias
 	s, err := r.granted(cat, scope, p.Server)
 	if err != nil {
 		return nil, err
@@ -345,12 +421,16 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
 	}
+	// Arguments first: a call they refuse never reaches the server, so it
+	// does not count against maxToolCallsPerExecution.
+	if p.Validate == nil || *p.Validate {
+		if err := s.validate(i, args); err != nil {
+			return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
+				fmt.Sprintf("Invalid arguments for %s.%s: %v", p.Server, p.Tool, err))
+		}
+	}
 	if err := r.countCall(cat, scope, p.Server, p.Tool); err != nil {
 		return nil, err
-	}
-	if err := s.validate(i, args); err != nil {
-		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
-			fmt.Sprintf("Invalid arguments for %s.%s: %v; expected: %s", p.Server, p.Tool, err, schema.Signature(s.Aliases[i], s.Tools[i].InputSchema)))
 	}
 	if cat.policy.NeedsApproval(p.Server, p.Tool, s.Tools[i].Annotations) {
 		if err := r.approve(ctx, scope, p.Server, p.Tool, args); err != nil {
@@ -365,14 +445,17 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if a, ok := scope.human.(*activeCall); ok && !deadline.IsZero() {
 		deadline = deadline.Add(a.asks.pausedFor()) // the waits for approvals moved it
 	}
+	byCall := false // the time left in the run_python call bounds this one
 	if left := time.Until(deadline); !deadline.IsZero() && left < timeout {
-		timeout = max(left, time.Millisecond)
+		timeout, byCall = max(left, time.Millisecond), true
 	}
 	var onProgress func(UpstreamProgress)
+	ranOut := false // it ran until the run_python call's deadline
 	if sink := scope.progress; sink != nil {
 		key, label := innerCalls.Add(1), p.Server+"."+s.Aliases[i]
 		onProgress = func(u UpstreamProgress) { sink.upstream(key, upstreamMessage(label, u)) }
-		defer sink.ended(key)
+		sink.began(key, label)
+		defer func() { sink.ended(key, ranOut) }()
 	}
 	if r.OnProxied != nil {
 		r.OnProxied(p.Server)
@@ -382,6 +465,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 		call = s.Client.CallTask
 	}
 	res, err := call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
+	ranOut = byCall && errors.Is(err, ErrCallTimeout)
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {

@@ -215,6 +215,14 @@ type activeCall struct {
 	media     media      // images and progress (media.go)
 	asks      *approvals // the call's approvals (approve.go)
 	notes     []string   // from the questions relayed (relay.go)
+	// inflight labels the call's tool calls in flight by inner call key
+	// (media.go's began and ended).
+	inflight map[uint64]string
+
+	// during is what inflight held when the call's deadline passed, for
+	// its timeout result. Written and read by the call's goroutine only
+	// (Session.await, then runCall).
+	during []string
 }
 
 func (a *activeCall) add(stream, data string) {

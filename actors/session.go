@@ -25,7 +25,10 @@ type ExecRequest struct {
 	Servers  []protocol.Server
 	Timeout  time.Duration
 	Deadline time.Time // queued time + Timeout (TMO-1)
-	Reply    chan result.Result
+	// MaxTimeout is the highest timeout a call may ask for, in seconds
+	// (MCP_BRIDGE_MAX_TIMEOUT), which a timeout's error names; 0: not known.
+	MaxTimeout int
+	Reply      chan result.Result
 
 	// Discovered is every configured server name (MCP_DISCOVERED_SERVERS).
 	Discovered []string

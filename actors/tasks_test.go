@@ -64,7 +64,9 @@ func (s *sinkRecorder) upstream(_ uint64, msg string) {
 	s.msgs = append(s.msgs, msg)
 }
 
-func (s *sinkRecorder) ended(uint64) {}
+func (s *sinkRecorder) began(uint64, string) {}
+
+func (s *sinkRecorder) ended(uint64, bool) {}
 
 func (s *sinkRecorder) all() string {
 	s.mu.Lock()

@@ -102,11 +102,16 @@ var (
 	errSandboxEnded = errors.New("the session ended")
 )
 
-// upstreamSink receives the progress of a call's inner calls, keyed by
-// inner call; ended drops what is pending for one that returned.
+// upstreamSink follows a call's inner calls (its proxied tool calls), keyed
+// by inner call: began names one as it is sent ("server.tool"), upstream
+// takes its progress, and ended drops what is pending for one that
+// returned. ranOut says it returned because the time left in the run_python
+// call ran out: it was still in flight when the call's deadline passed, and
+// the timeout result names it.
 type upstreamSink interface {
+	began(key uint64, label string)
 	upstream(key uint64, msg string)
-	ended(key uint64)
+	ended(key uint64, ranOut bool)
 }
 
 // innerCalls numbers inner calls for upstreamSink keys.
@@ -151,8 +156,12 @@ func (j jobSink) upstream(key uint64, msg string) {
 	}
 }
 
-func (j jobSink) ended(key uint64) {
+// began does not tell the active call: a job's tool calls are not what
+// that call's cell waits on, and the job's scope has no deadline.
+func (j jobSink) began(uint64, string) {}
+
+func (j jobSink) ended(key uint64, _ bool) {
 	if a := j.s.active.Load(); a != nil {
-		a.ended(key)
+		a.ended(key, false)
 	}
 }

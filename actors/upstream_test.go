@@ -71,7 +71,7 @@ func TestStreamProgressUpstream(t *testing.T) {
 	a.upstream(1, "s.t: last")
 	time.Sleep(3 * upstreamEvery)
 	a.upstream(2, "s.u: dropped")
-	a.ended(2)
+	a.ended(2, false)
 	time.Sleep(3 * upstreamEvery)
 	stop()
 	mu.Lock()

@@ -18,11 +18,18 @@ route = None  # jobs.route(stream, text): True when a background job took the te
 # The fd pump's sync, called before each print so that what the cell wrote to
 # fds 1 and 2 earlier (a subprocess, os.write) comes out before it, not after.
 before_write = None
+# The worker's hints.saw(text), given the call's output that shows a
+# coroutine's repr (it contains CORO_TEXT): a coroutine printed, not awaited.
+saw = None
+CORO_TEXT = "<coroutine object "
 
 SPILL_DIR = "/workspace/.bridge"
 # One flood must not fill /workspace (128 MiB): each saved output is capped
 # (and the calls' saved outputs together stay within Capture.SPILL_BUDGET).
 SPILL_CAP = 16 << 20
+# A head or tail cut moves to a line boundary this many bytes away at most
+# (an eighth of the half at small caps).
+LINE_NEAR = 256
 
 
 class SpillFile:
@@ -75,12 +82,15 @@ class HeadTail:
     bytes, and a count of the bytes dropped between them. The whole output
     is kept too: in memory while it is within limit, then in a SpillFile at
     path (prepare() runs first, to make room). A cut happens on a UTF-8
-    boundary; once the head is cut, everything else goes to the tail. Not
-    thread-safe: its owner holds a lock around every use."""
+    boundary, and at a line boundary when one is within `near` bytes (the
+    head then ends a little early, the tail starts a little late); once the
+    head is cut, everything else goes to the tail. Not thread-safe: its
+    owner holds a lock around every use."""
 
     def __init__(self, limit, path, flush=False, prepare=lambda: None):
         self.limit = limit
         self.half = limit // 2
+        self.near = min(LINE_NEAR, self.half // 8)  # how far a cut moves to a line boundary
         self.path = path
         self.flush = flush  # the SpillFile's: a job's file is read while it grows
         self.prepare = prepare
@@ -99,23 +109,39 @@ class HeadTail:
         self.tail_bytes = 0
         self.dropped = 0
         self.cut_stream = None  # the stream written when the head was full
+        self.head_full = False  # the head took all it will take since the reset
+        self.head_last = (None, b"")  # the stream and last byte of the head, taken or not
+        self.tail_at_line = True  # the bytes dropped before the tail ended a line
 
     def write(self, stream, text):
         """Adds text from stream; True when the tail took some of it."""
         data = text.encode("utf-8", "replace")
         self.total += len(data)
         self.record(stream, text)
-        room = self.half - self.head_used
-        if room > 0:
-            head = data if len(data) <= room else _cut_head(data, room)
-            self.head_used += len(head) if len(head) == len(data) else room
-            self.head.append((stream, head))
-            self.head_bytes += len(head)
+        back = []
+        if not self.head_full:
+            room = self.half - self.head_used
+            if len(data) <= room:
+                head = data
+                self.head_used += len(data)
+            else:
+                # The first write past the cap closes the head, even when
+                # the one before filled it exactly: only now is it known
+                # that the output goes on.
+                head, back = self._head_cut(data, room)
+                self.head_used, self.head_full = self.half, True
+            if head:
+                self.head.append((stream, head))
+                self.head_bytes += len(head)
+                self.head_last = (stream, head[-1:])
             data = data[len(head):]
         if not data:
             return False
         if self.cut_stream is None:
-            self.cut_stream = stream
+            self.cut_stream = back[0][0] if back else stream
+        for s, b in back:
+            self.tail.append([s, b])
+            self.tail_bytes += len(b)
         self.tail.append([stream, data])
         self.tail_bytes += len(data)
         while self.tail_bytes > self.half:
@@ -127,10 +153,66 @@ class HeadTail:
             else:
                 kept = _cut_tail(first[1], len(first[1]) - extra)
                 cut = len(first[1]) - len(kept)
-                first[1] = kept
+            self.tail_at_line = first[1][cut - 1:cut] == b"\n"
+            if cut < len(first[1]):
+                first[1] = first[1][cut:]
             self.tail_bytes -= cut
             self.dropped += cut
         return True
+
+    def _head_cut(self, data, room):
+        """(head, back) where the head is full: the part of data it takes
+        (at most room bytes, up to a newline in its last self.near bytes
+        if there is one) and the (stream, bytes) at the end of the head not
+        taken yet that it gives back to the tail, so that it ends after a
+        newline that is near: print writes a line's words one by one."""
+        head = _line_head(data, room, self.near)
+        if head.endswith(b"\n") or room >= self.near:
+            return head, []
+        budget, seen = self.near - room, 0
+        for j in range(len(self.head) - 1, -1, -1):
+            s, b = self.head[j]
+            nl = b.rfind(b"\n", max(0, len(b) - (budget - seen)))
+            if nl >= 0:
+                back = ([(s, b[nl + 1:])] if nl + 1 < len(b) else []) + self.head[j + 1:]
+                self.head[j] = (s, b[:nl + 1])
+                del self.head[j + 1:]
+                self.head_bytes -= sum(len(x) for _, x in back)
+                self.head_last = (s, b"\n")
+                return b"", back
+            seen += len(b)
+            if seen >= budget:
+                break
+        return head, []
+
+    def _tail_to_line(self):
+        """Drops the start of the tail up to the end of its first line when
+        that line ends within self.near bytes and is not the last one: the
+        tail then starts a line, as the marker before it does."""
+        seen = 0
+        for _, data in self.tail:
+            if seen >= self.near:
+                return
+            nl = data.find(b"\n", 0, self.near - seen)
+            if nl >= 0:
+                n = seen + nl + 1
+                if n < self.tail_bytes:
+                    self._drop_tail(n)
+                return
+            seen += len(data)
+
+    def _drop_tail(self, n):
+        self.tail_bytes -= n
+        self.dropped += n
+        while n:
+            first = self.tail[0]
+            if len(first[1]) <= n:
+                self.tail.popleft()
+                n -= len(first[1])
+            else:
+                first[1] = first[1][n:]
+                n = 0
+        self.tail_at_line = True
 
     def record(self, stream, text):
         """Adds text to the whole output only (self.total already counts it)."""
@@ -171,16 +253,28 @@ class HeadTail:
         was not yet."""
         runs = self.take_head()
         if self.dropped:
-            if self.spill is None and self.spill_error is None:
-                self._open_spill()
-            marker = "[... %d bytes omitted; full output in %s" % (self.dropped, self.path)
-            if self.spill_error is not None:
-                marker += "; full output not saved: " + self.spill_error
-            last = next((t[-1] for _, t in reversed(runs) if t), "")
-            runs.append((self.cut_stream or "stdout", ("" if last in ("", "\n") else "\n") + marker + " ...]\n"))
+            if not self.tail_at_line:
+                self._tail_to_line()
+            # The head may have been sent already: its last byte says
+            # whether the marker needs a line of its own (a switch of
+            # stream starts one anyway).
+            stream = self.cut_stream or "stdout"
+            own = self.head_last[0] == stream and self.head_last[1] not in (b"", b"\n")
+            runs.append((stream, ("\n" if own else "") + self.marker(self.dropped) + "\n"))
         runs.extend((s, b.decode("utf-8", "replace")) for s, b in self.tail)
         self.reset()
         return runs
+
+    def marker(self, omitted):
+        """The line (without its newline) that stands for omitted bytes:
+        it names the file that keeps the whole output, so the file is saved
+        now if it was not yet."""
+        if self.spill is None and self.spill_error is None:
+            self._open_spill()
+        marker = "[... %d bytes omitted; full output in %s" % (omitted, self.path)
+        if self.spill_error is not None:
+            marker += "; full output not saved: " + self.spill_error
+        return marker + " ...]"
 
     def close(self):
         if self.spill is not None:
@@ -220,6 +314,8 @@ class Capture:
     def write(self, stream, text):
         if not text:
             return
+        if saw is not None and CORO_TEXT in text:
+            saw(text)
         with self.lock:
             if self.call is None:
                 self.discarded += len(text.encode("utf-8", "replace"))
@@ -309,13 +405,15 @@ class Capture:
                 rb = result_repr.encode("utf-8", "replace")
                 out.total += len(rb)
                 if len(rb) > out.half:
+                    # The value's own marker, the only one for it: the
+                    # output's marker stands for the output's cut alone.
                     truncated = True
                     out.record("stdout", "\n" + result_repr + "\n")
                     quarter = out.half // 2
-                    head, tail = _cut_head(rb, quarter), _cut_tail(rb, quarter)
+                    head, tail = _line_head(rb, quarter, out.near), _line_tail(rb, quarter, out.near)
                     omitted = len(rb) - len(head) - len(tail)
-                    result_repr = "%s\n[... %d bytes omitted ...]\n%s" % (head.decode(), omitted, tail.decode())
-                    out.dropped += omitted
+                    result_repr = "%s%s%s\n%s" % (head.decode(), "" if head.endswith(b"\n") else "\n",
+                                                   out.marker(omitted), tail.decode())
             runs = _merge(out.drain())
             out.close()
             self.call = None
@@ -342,6 +440,27 @@ def _cut_tail(data, n):
     while start < len(data) and (data[start] & 0xC0) == 0x80:
         start += 1
     return data[start:]
+
+
+def _line_head(data, n, near):
+    """_cut_head(data, n), ending instead after the last newline of its
+    last near bytes when there is one."""
+    n = min(n, len(data))
+    nl = data.rfind(b"\n", max(0, n - near), n) if near else -1
+    return data[:nl + 1] if nl >= 0 else _cut_head(data, n)
+
+
+def _line_tail(data, n, near):
+    """_cut_tail(data, n), starting instead after the first newline of its
+    first near bytes when it does not start a line already and one is
+    there (and is not its last byte)."""
+    tail = _cut_tail(data, n)
+    start = len(data) - len(tail)
+    if near and start > 0 and data[start - 1:start] != b"\n":
+        nl = data.find(b"\n", start, start + near)
+        if 0 <= nl < len(data) - 1:
+            return data[nl + 1:]
+    return tail
 
 
 def _prune(directory, keep, budget, prefix="output-", suffix=".txt"):

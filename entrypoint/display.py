@@ -256,13 +256,21 @@ def _markdown_table(df):
     return "\n".join(lines)
 
 
-def _text_of(obj):
+def _table(obj):
+    """The markdown table of a pandas DataFrame or Series, else None."""
     pd = sys.modules.get("pandas")
     if pd is not None:
         if isinstance(obj, pd.Series):
             obj = obj.to_frame()
         if isinstance(obj, pd.DataFrame):
             return _markdown_table(obj)
+    return None
+
+
+def _text_of(obj):
+    table = _table(obj)
+    if table is not None:
+        return table
     md = getattr(type(obj), "_repr_markdown_", None)
     if md is not None:
         text = md(obj)
@@ -371,10 +379,14 @@ def _show_found(found):
 def final_repr(value):
     """The text of a cell's final value: its repr, with a placeholder for
     each MCP image, audio or blob in it; the MCP images are attached as
-    display() would. Figures and PIL images are left to display() (open
+    display() would. A pandas DataFrame or Series is the markdown table
+    display() prints. Figures and PIL images are left to display() (open
     figures are sent when the cell ends anyway)."""
     if type(value) in _ATOMS:
         return repr(value)
+    table = _table(value)
+    if table is not None:
+        return table
     found = []
     shown = _walk(value, found, False, [WALK_NODES])
     _show_found(found)

@@ -76,6 +76,18 @@ bad = cap.HeadTail(4, os.path.join(blocker, "sub", "out.txt"))
 bad.write("stdout", "0123456789\n")
 got = bad.drain()
 assert got[1][1] == "\n[... 7 bytes omitted; full output in %s; full output not saved: Not a directory ...]\n" % bad.path, got
+
+# The cuts move to a line boundary when one is near (12 bytes here): the
+# head ends after a newline and the tail starts after one, though print
+# writes a line's words one by one; the marker stands alone, once.
+ln = cap.HeadTail(200, os.path.join(d, "ln.txt"))
+for i in range(40):
+    for w in ("row", " ", "%02d" % i, "\n"):
+        ln.write("stdout", w)
+lines = "".join(t for _, t in ln.drain()).split("\n")
+assert lines[0] == "row 00" and lines[-2:] == ["row 39", ""], lines
+assert [l for l in lines[:-1] if not (l.startswith("row ") and len(l) == 6)] == [
+    "[... %d bytes omitted; full output in %s ...]" % (ln.total - 7 * (len(lines) - 2), ln.path)], lines
 print("ok")
 `
 

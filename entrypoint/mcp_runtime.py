@@ -1,7 +1,9 @@
 """mcp.runtime: discovery helpers and server proxies inside the sandbox.
 
-LINK (the worker's frame link), MANUAL and TOOLCHECK (mcp._toolcheck, the
-saved-tool rules) are set by the worker before this module runs. Every failure raises MCPError, a RuntimeError subclass.
+LINK (the worker's frame link), MANUAL, TOOLCHECK (mcp._toolcheck, the
+saved-tool rules) and HINTS (mcp._hints, which names the key of a proxy's
+structured result in an error's note) are set by the worker before this
+module runs. Every failure raises MCPError, a RuntimeError subclass.
 
 It is over 500 lines on purpose: it is the module user code sees as
 `runtime`, so every documented name (runtime.__all__) is defined here,
@@ -265,15 +267,20 @@ async def list_tools(server):
     return (await _acall("list_tools", {"server": server}))["tools"]
 
 
-async def call_tool(server, tool, arguments=None):
-    """Calls a tool of a granted server and returns the raw CallToolResult dict."""
+async def call_tool(server, tool, arguments=None, validate=True):
+    """Calls a tool of a granted server and returns the raw CallToolResult dict.
+    server and tool may be names or the aliases proxies show. validate=False
+    skips the bridge's argument check, for a server whose schema is wrong."""
     if not tool:
         raise MCPError("Missing tool name", server=server)
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         raise MCPError("Arguments must be an object", server=server, tool=tool)
-    result = (await _acall("call_tool", {"server": server, "tool": tool, "arguments": arguments}))["result"]
+    params = {"server": server, "tool": tool, "arguments": arguments}
+    if not validate:
+        params["validate"] = False  # only when asked: every other frame stays as it was
+    result = (await _acall("call_tool", params))["result"]
     if isinstance(result, dict):
         result.setdefault("isError", False)
     return result
@@ -358,6 +365,9 @@ def save_tool(func):
     """Saves a function defined in a run_python cell for every future session
     (module user_tools, and a global of the same name)."""
     import inspect
+    why = _decorated(func)
+    if why:
+        raise MCPError(why, kind="invalid_arguments")
     if not inspect.isfunction(func):
         raise ValueError("save_tool expects a function")
     name = func.__code__.co_name  # the name its def statement binds
@@ -386,6 +396,52 @@ def save_tool(func):
     if unsaved:
         msg += "\nNote: it uses globals %s that are not saved." % ", ".join(sorted(unsaved))
     return msg
+
+
+def _decorated(func):
+    """Why save_tool cannot save func, which a decorator made (a wrapper, a
+    cache, a staticmethod: anything with __wrapped__, or a closure such as a
+    wrapper without functools.wraps), or None."""
+    import inspect
+    try:
+        inner = getattr(func, "__wrapped__", None)
+    except Exception:  # noqa: BLE001 (an object whose __getattr__ raises: not a decorator's)
+        inner = None
+    if inner is not None:
+        try:
+            inner = inspect.unwrap(inner)
+        except ValueError:  # a cycle of __wrapped__
+            pass
+    elif inspect.isfunction(func) and func.__closure__:
+        cells = []
+        for c in func.__closure__:
+            try:
+                cells.append(c.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        defs = [f for f in cells if inspect.isfunction(f) and f.__code__.co_filename.startswith("<cell-")]
+        if len(defs) != 1:
+            return ("save_tool cannot save '%s': a saved tool is one plain top-level def, and this one is nested in "
+                    "another function (it uses %s from there); define it at the top level of a cell" % (
+                        func.__name__, ", ".join(func.__code__.co_freevars[:3])))
+        inner = defs[0]
+    else:
+        return None
+    name = getattr(inner, "__name__", None) or getattr(func, "__name__", None) or "?"
+    deco = _decorator_text(inner)
+    return "save_tool cannot save '%s': a saved tool is one plain def, and this one is decorated%s; save it without the decorator" % (
+        name, " (@%s)" % deco if deco else "")
+
+
+def _decorator_text(func):
+    """The decorators of func's def in its cell, as "deco" or "a @b(1)";
+    "" when unknown."""
+    try:
+        node = ast.parse(_function_source(func)).body[0]
+        text = " @".join(ast.unparse(d) for d in node.decorator_list)
+    except Exception:  # noqa: BLE001 (the note is a courtesy)
+        return ""
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def delete_tool(name):
@@ -776,7 +832,9 @@ def _convert(result, server, tool):
         text = "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
         raise MCPError(text or "%s.%s failed" % (server, tool), server=server, tool=tool, kind="server_error", result=result)
     if result.get("structuredContent") is not None:
-        return _wrap_blocks(result["structuredContent"])
+        value = _wrap_blocks(result["structuredContent"])
+        HINTS.structured(value, tool)  # noqa: F821 (set by the worker): an error on it names the key to use
+        return value
     if not content:
         return None
     if len(content) == 1 and content[0].get("type") == "text":
@@ -947,6 +1005,24 @@ def _schema_parts(tool):
     return schema, props, req
 
 
+def _signature_text(alias, props, req):
+    """The tool's signature as the host's messages render it
+    (protocol/schema.Signature): required parameters, then optional ones
+    defaulting to None, each group in property order, with the JSON type."""
+    parts = []
+    for optional in (False, True):
+        for prop, spec in props.items():
+            if (prop not in req) != optional:
+                continue
+            t = spec.get("type") if isinstance(spec, dict) else None
+            if isinstance(t, list):
+                t = " | ".join(x if isinstance(x, str) else json.dumps(x) for x in t)
+            elif not isinstance(t, str):
+                t = "any"
+            parts.append("%s: %s%s" % (prop, t, " = None" if optional else ""))
+    return "%s(%s)" % (alias, ", ".join(parts))
+
+
 def _make_tool(server, tool):
     import inspect
     schema, props, req = _schema_parts(tool)
@@ -970,19 +1046,24 @@ def _make_tool(server, tool):
         if spec.get("description"):
             line += ": " + " ".join(str(spec["description"]).split())
         lines.append(line)
-    var_kw = None
-    if schema.get("additionalProperties") is not False:
-        var_kw = _identifier("kwargs", taken)
-        params.append(inspect.Parameter(var_kw, inspect.Parameter.VAR_KEYWORD))
-    sig = inspect.Signature(params)
+    # The signature help() shows keeps **kwargs unless additionalProperties
+    # is false, as before: names that only an allOf or a $ref declares pass
+    # through them. Binding always takes them, and leaves required ones
+    # unchecked: the host checks every name (actors' validate, issue 35), so
+    # a misspelt or missing argument gets the message runtime.call_tool
+    # gets, and no sandbox code can skip the check.
+    var_kw = _identifier("kwargs", taken)
+    kw = inspect.Parameter(var_kw, inspect.Parameter.VAR_KEYWORD)
+    shown = inspect.Signature(params + [kw] if schema.get("additionalProperties") is not False else params)
+    binder = inspect.Signature(params + [kw])
     raw_name = tool["name"]
 
     async def proxy(*args, **kwargs):
         try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise MCPError("%s.%s: %s" % (server, raw_name, e), server=server, tool=raw_name,
-                           kind="invalid_arguments") from None
+            bound = binder.bind_partial(*args, **kwargs)
+        except TypeError as e:  # too many positional arguments, or one given twice: no name for the host to check
+            raise MCPError("Invalid arguments for %s.%s: %s; %s" % (server, raw_name, e, _signature_text(tool["alias"], props, req)),
+                           server=server, tool=raw_name, kind="invalid_arguments") from None
         arguments = {}
         for pname, value in bound.arguments.items():
             if pname == var_kw:
@@ -991,7 +1072,7 @@ def _make_tool(server, tool):
                 arguments[names[pname]] = value
         return _convert(await call_tool(server, raw_name, arguments), server, raw_name)
 
-    proxy.__signature__ = sig
+    proxy.__signature__ = shown
     proxy.__name__ = proxy.__qualname__ = tool["alias"]
     doc = tool.get("description")
     doc = doc.strip() if isinstance(doc, str) else ""

@@ -28,6 +28,7 @@ CAPTURE = None
 PUMP = None
 DISPLAY = None  # the display module: figures and display()
 JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
+HINTS = None  # the hints module (hints.py): notes with the fix for the usual dead ends
 RUNNER = None  # the Runner, once made
 
 
@@ -236,6 +237,7 @@ class Runner:
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)
+        HINTS.begin()
         if stopped:
             outcome, exit_code, value, error = "interrupted", 1, None, "KeyboardInterrupt"
         else:
@@ -250,6 +252,7 @@ class Runner:
         result_repr = None
         if value is not None:
             try:
+                _hint(HINTS.value, value)  # a coroutine is closed, never awaited
                 # The final value is shown as display() would show it: its
                 # MCP images attached, no base64 in the text.
                 result_repr = DISPLAY.final_repr(value)
@@ -259,6 +262,7 @@ class Runner:
                 CAPTURE.write("stderr", "".join(traceback.format_exception(e)))
                 outcome, exit_code, error = "exception", 1, _error_text(e)
         truncated, total, result_repr, runs = CAPTURE.finish(result_repr)
+        notes += _hint(HINTS.end, self.ns) or []
         reset = rt._end_call()
         res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
         saved = DISPLAY.IMAGES.end()
@@ -390,6 +394,7 @@ class Runner:
             RT._explain(e)
         except Exception as err:  # the hint is a courtesy; the error itself must get out
             _diag("explaining %s failed: %r" % (type(e).__name__, err))
+        _hint(HINTS.explain, e)
         if isinstance(e, SyntaxError):
             text = "".join(traceback.format_exception_only(type(e), e))
         else:
@@ -405,6 +410,16 @@ class Runner:
             return "exit", code, None, "SystemExit: %d" % code
         CAPTURE.write("stderr", "%s\n" % (code,))
         return "exit", 1, None, "SystemExit: %s" % (code,)
+
+
+def _hint(fn, arg):
+    """fn(arg) of the hints module, or None when it failed: a hint is a
+    courtesy, never the call's failure."""
+    try:
+        return fn(arg)
+    except Exception as err:
+        _diag("hint %s failed: %s: %s" % (fn.__name__, type(err).__name__, err))
+        return None
 
 
 def _kill_descendants():
@@ -512,11 +527,16 @@ def main(boot, src, argv):
     pkg.servers = servers
     # The saved-tool rules, loaded before any user code can replace them.
     toolcheck = _load_module("mcp._toolcheck", "toolcheck.py", boot["files"]["toolcheck.py"])
+    global HINTS
+    HINTS = _load_module("mcp._hints", "hints.py", boot["files"]["hints.py"])
+    HINTS.install()
+    CAP.saw = HINTS.saw
     rt = types.ModuleType("mcp.runtime")
     rt.__file__ = "<bridge/mcp_runtime.py>"
     rt.LINK = LINK
     rt.MANUAL = boot["files"].get("manual.md", "")
     rt.TOOLCHECK = toolcheck
+    rt.HINTS = HINTS
     sys.modules["mcp.runtime"] = rt
     exec(compile(boot["files"]["mcp_runtime.py"], rt.__file__, "exec"), rt.__dict__)
     global RT

@@ -28,7 +28,9 @@
 //
 //   - discovered_servers, list_servers, describe_server, list_tools,
 //     query_tool_docs, search_tool_docs, suggest_tools: the catalog
-//   - call_tool: a proxied tool call, for servers the call grants
+//   - call_tool {server, tool, arguments, alias?, validate?}: a proxied
+//     tool call, for servers the call grants; server and tool may be
+//     names or aliases, and validate false skips the argument check
 //   - reset: the session's state is dropped after this call
 //   - job_scope {} → {token}: the token a background job started in this
 //     call sends as the meta {"job": token} of its requests; the host serves

@@ -378,7 +378,8 @@ func TestBadInputStdio(t *testing.T) {
 		{"code and servers both bad", badCall(`"o1"`, `{"code":5,"servers":"x"}`), `"o1"`, wantTool(`"o1"`, validation, missingCode)},
 		{"servers and timeout both bad", badCall(`"o2"`, `{"code":"1","servers":[1],"timeout":"x"}`), `"o2"`, wantTool(`"o2"`, validation, notStrings)},
 		{"timeout and session both bad", badCall(`"o3"`, `{"code":"1","timeout":0,"session":"a b"}`), `"o3"`, wantTool(`"o3"`, validation, outOfRange)},
-		{"unknown argument keys ignored", badCall(`"o4"`, `{"code":"print('x')","extra":1}`), `"o4"`, wantText(`"o4"`, "x")},
+		{"unknown argument keys ignored, and named", badCall(`"o4"`, `{"code":"print('x')","extra":1}`), `"o4"`,
+			wantText(`"o4"`, "x\nnote: ignored argument 'extra': run_python takes only code, servers, timeout, session")},
 		// Still a working server.
 		{"valid ping", []byte(`{"jsonrpc":"2.0","id":"ok","method":"ping"}`), `"ok"`, wantResult(`"ok"`, `{}`)},
 	}

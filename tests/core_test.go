@@ -240,7 +240,9 @@ func TestTimeoutKeepsSession(t *testing.T) {
 	if el := time.Since(start); el > 6*time.Second {
 		t.Errorf("timeout took %v", el)
 	}
-	if got, want := text(t, r), "status: timeout\nstart\nerror: Execution timed out after 2s"; got != want {
+	// One line: the timeout, the state kept, how high timeout may go
+	// (MCP_BRIDGE_MAX_TIMEOUT: 120 by default) and runtime.start.
+	if got, want := text(t, r), "status: timeout\nstart\nerror: "+timeoutKept(2, 120); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	sc := structured(t, r)
@@ -252,7 +254,39 @@ func TestTimeoutKeepsSession(t *testing.T) {
 	if sc := structured(t, r); sc["status"] != "timeout" || sc["stateLost"] != nil {
 		t.Errorf("busy loop: %v", sc)
 	}
+	// Without output the error alone says it: no summary repeating it.
+	if got, want := text(t, r), "status: timeout\nerror: "+timeoutKept(1, 120); got != want {
+		t.Errorf("busy loop: got %q, want %q", got, want)
+	}
 	b.expectText("kept", "'yes'", false)
+}
+
+// timeoutKept is the error of a timeout of t seconds, under a ceiling of
+// max, that kept the session's state and had no tool call in flight.
+func timeoutKept(t, max int) string {
+	return fmt.Sprintf("Execution timed out after %ds; the session kept its state. For longer work, pass a larger timeout (at most %d, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: job = runtime.start(code), then runtime.result(job) in later calls.", t, max)
+}
+
+// TestTimeoutNamesToolCall checks that a timeout during a proxied tool call
+// names it, and that a timeout at the ceiling offers runtime.start alone
+// (issue 35).
+func TestTimeoutNamesToolCall(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, withServers(t, map[string]any{"slow": fake()}, map[string]string{"MCP_BRIDGE_MAX_TIMEOUT": "3"}))
+	b.mustOK("await mcp_slow.add(1, 1)", "slow") // session and server warm
+	r := b.call(map[string]any{"code": "print('start')\nawait mcp_slow.sleep(30)", "servers": []string{"slow"}, "timeout": 2})
+	want := "status: timeout\nstart\nerror: Execution timed out after 2s during the tool call slow.sleep; the session kept its state. " +
+		"For longer work, pass a larger timeout (at most 3, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: " +
+		"job = runtime.start(code), then runtime.result(job) in later calls."
+	if got := text(t, r); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	r = b.call(map[string]any{"code": "import time\ntime.sleep(30)", "timeout": 3})
+	want = "status: timeout\nerror: Execution timed out after 3s (the most MCP_BRIDGE_MAX_TIMEOUT allows); the session kept its state. " +
+		"For longer work, start it in the background: job = runtime.start(code), then runtime.result(job) in later calls."
+	if got := text(t, r); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
 }
 
 // TestTimeoutReplacesSession checks TMO-2's second branch: a cell that
@@ -266,8 +300,12 @@ func TestTimeoutReplacesSession(t *testing.T) {
 	if sc["status"] != "timeout" || sc["stateLost"] != true {
 		t.Fatalf("structured = %v", sc)
 	}
-	if got := text(t, r); !strings.HasSuffix(got, "note: session state was lost (timeout)") {
-		t.Errorf("text = %q", got)
+	// The error says the state was lost; no note repeats it.
+	want := "status: timeout\nerror: Execution timed out after 1s; the cell ignored the interrupt, so the session was restarted and its state is lost. " +
+		"For longer work, pass a larger timeout (at most 120, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: " +
+		"job = runtime.start(code), then runtime.result(job) in later calls."
+	if got := text(t, r); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	b.expectText("'kept' in globals()", "False", false)
 	b.expectText("print('fresh')", "fresh", false)

@@ -56,8 +56,8 @@ func fake(args ...string) map[string]any {
 }
 
 // eventually runs code until done accepts its text, for up to 30 s, and
-// returns the last text: search answers from the catalogs at hand, so a
-// server started a moment ago is covered a moment later.
+// returns the last text: search waits at most 2 s for a server that is
+// starting, so one that starts slower is covered by a later search.
 func (b *bridge) eventually(code string, done func(string) bool, servers ...string) string {
 	b.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -220,7 +220,7 @@ func TestFakeServerBehaviour(t *testing.T) {
 	errCases := []struct{ code, want string }{
 		{"await mcp_class_.fail('boom')", "MCPError: boom"},
 		{"await mcp_class_.add('x', 2)", "MCPError: Invalid arguments for class.add: at '/a': got string, want number; expected: add(a: number, b: number)"},
-		{"await mcp_class_.add(1)", "MCPError: class.add: missing a required argument: 'b'"},
+		{"await mcp_class_.add(1)", "MCPError: Invalid arguments for class.add: missing required argument 'b'; add(a: number, b: number)"},
 		{"await runtime.call_tool('class', 'nope', {})", "MCPError: Server 'class' has no tool 'nope'."},
 		{"await runtime.call_tool('class', 'echo', [1])", "MCPError: Arguments must be an object"},
 		{"await runtime.call_tool('class', '', {})", "MCPError: Missing tool name"},

@@ -23,6 +23,10 @@ const (
 // defaultSession is the session name used when the call names none.
 const defaultSession = "default"
 
+// lossTimeout is the loss reason of a session replaced because its cell
+// ignored the timeout's interrupt (TMO-2).
+const lossTimeout = "timeout"
+
 // Render builds the tool result of r for mode, which the caller has
 // validated: "compact", "toon" or "json" (anything else renders as compact).
 // The result has one text content followed by the call's images (image
@@ -222,13 +226,19 @@ func (v view) compactText() string {
 	if r.Value != nil {
 		parts = append(parts, *r.Value)
 	}
-	if !hasOutput && r.Value == nil {
+	// A timeout's error says what its summary says, and more: the error
+	// alone is shown.
+	timeoutError := r.Status == result.StatusTimeout && r.Error != ""
+	if !hasOutput && r.Value == nil && !timeoutError {
 		parts = append(parts, v.summary)
 	}
 	if (r.Status == result.StatusTimeout || r.Status == result.StatusValidation) && r.Error != "" {
 		parts = append(parts, "error: "+r.Error)
 	}
-	if r.StateLost {
+	// A timeout's error says whether the session kept its state: a loss
+	// the timeout caused is not noted again (structuredContent keeps
+	// stateLost). An earlier loss this result reports still is.
+	if r.StateLost && !(timeoutError && r.LossReason == lossTimeout) {
 		note := "note: session state was lost"
 		if r.LossReason != "" {
 			note += " (" + r.LossReason + ")"

@@ -25,6 +25,13 @@ func errOut(s string) result.Chunk {
 }
 func str(s string) *string { return &s }
 
+// The errors of a timeout as the actors write them (actors.timeoutError):
+// the session kept its state, or lost it.
+const (
+	timeoutKept = "Execution timed out after 2s; the session kept its state. For longer work, pass a larger timeout (at most 120, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: job = runtime.start(code), then runtime.result(job) in later calls."
+	timeoutLost = "Execution timed out after 2s; the cell ignored the interrupt, so the session was restarted and its state is lost. For longer work, pass a larger timeout (at most 120, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: job = runtime.start(code), then runtime.result(job) in later calls."
+)
+
 // statusRows are the rows of SPEC §8.3, in table order, plus one row that
 // exercises the remaining keys.
 var statusRows = []struct {
@@ -55,12 +62,12 @@ var statusRows = []struct {
 	{"05-timeout-within-grace", result.Result{
 		Status: result.StatusTimeout, Session: "default", TimeoutSeconds: 2,
 		Output: []result.Chunk{out("start\n")},
-		Error:  "Execution timed out after 2s",
+		Error:  timeoutKept,
 	}},
 	{"06-timeout-container-killed", result.Result{
 		Status: result.StatusTimeout, Session: "work", TimeoutSeconds: 2,
 		Output:    []result.Chunk{out("start\n")},
-		Error:     "Execution timed out after 2s",
+		Error:     timeoutLost,
 		StateLost: true, LossReason: "timeout",
 	}},
 	{"07-oom", result.Result{
@@ -233,11 +240,29 @@ func TestCompactText(t *testing.T) {
 			Status: result.StatusError, ExitCode: result.IntPtr(0), Error: "boom",
 		}, "status: error\nSandbox error: boom"},
 		{"internal", result.Result{Status: result.StatusError, Error: "panic", Internal: true}, "status: error\nUnexpected failure"},
+		// A timeout's error says what the summary says and whether the
+		// state was kept: neither the summary nor the loss note repeats it.
+		{"timeout without output: the error alone", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 2, Error: timeoutKept,
+		}, "status: timeout\nerror: " + timeoutKept},
+		{"timeout that lost the state, and notes", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 2, Error: timeoutLost,
+			StateLost: true, LossReason: "timeout", Notes: []string{"timeout clamped to 2s (MCP_BRIDGE_MAX_TIMEOUT)", "second"},
+		}, "status: timeout\nerror: " + timeoutLost + "\n" +
+			"note: timeout clamped to 2s (MCP_BRIDGE_MAX_TIMEOUT)\nnote: second"},
+		{"timeout after an earlier loss: the loss is noted", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 2, Error: "Execution timed out after 2s; the session kept the state this call built.",
+			StateLost: true, LossReason: "idle for more than 600s",
+		}, "status: timeout\nerror: Execution timed out after 2s; the session kept the state this call built.\n" +
+			"note: session state was lost (idle for more than 600s)"},
+		{"a queued call's timeout: the error alone", result.Result{
+			Status: result.StatusTimeout, TimeoutSeconds: 2, Error: "Session 'default' was busy with another call for the whole 2s timeout",
+		}, "status: timeout\nerror: Session 'default' was busy with another call for the whole 2s timeout"},
 		{"state lost and notes", result.Result{
-			Status: result.StatusTimeout, TimeoutSeconds: 5, Error: "Execution timed out after 5s",
-			StateLost: true, LossReason: "timeout", Notes: []string{"timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)", "second"},
-		}, "status: timeout\nTimeout: execution exceeded 5s\nerror: Execution timed out after 5s\n" +
-			"note: session state was lost (timeout)\nnote: timeout clamped to 5s (MCP_BRIDGE_MAX_TIMEOUT)\nnote: second"},
+			Status: result.StatusError, ExitCode: result.IntPtr(139), Error: "Sandbox exited with code 139",
+			StateLost: true, LossReason: "sandbox exited with code 139", Notes: []string{"first", "second"},
+		}, "status: error\nexit: 139\nSandbox error: Sandbox exited with code 139\n" +
+			"note: session state was lost (sandbox exited with code 139)\nnote: first\nnote: second"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

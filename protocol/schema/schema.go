@@ -1,6 +1,7 @@
 // Package schema checks a tool call's arguments against the tool's input
-// schema (PXY-6) and renders the tool's Python-style signature for "expected:"
-// error messages.
+// schema (PXY-6): the names first, refusing an argument the schema does not
+// declare (names.go, issue 35), then JSON Schema. It renders the tool's
+// Python-style signature for its messages.
 package schema
 
 import (
