@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/oauth"
 )
@@ -55,6 +56,7 @@ func (e *Engine) withAuth(set config.Set, specs []actors.ServerSpec) []actors.Se
 		if err != nil {
 			continue // config already checked the URL
 		}
+		t.Base = mcpwire.HTTPTransport
 		specs[i].Transport = t
 		if ui != nil {
 			en := en

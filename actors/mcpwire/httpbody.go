@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -47,13 +48,26 @@ func AsBadReply(e *mcp.JSONRPCErrorDetails) error {
 // are cut at the cap.
 func HTTPFilter(base http.RoundTripper, server string, maxFrame int) http.RoundTripper {
 	if base == nil {
-		base = http.DefaultTransport
+		base = HTTPTransport
 	}
 	if maxFrame <= 0 {
 		maxFrame = 16 << 20
 	}
 	return &httpFilter{base: base, server: server, max: maxFrame}
 }
+
+// HTTPTransport is the base transport for upstream HTTP servers:
+// http.DefaultTransport's settings, but an idle connection is dropped after
+// 4 s, under the 5 s keep-alive of Node's HTTP server, which most MCP
+// servers run on. A POST is not retried when the connection it reused was
+// being closed by the server, so the bridge reuses none the server may be
+// closing. The filter reads every JSON body to its end, which returns more
+// connections to the pool than mcp-go's decoder alone did.
+var HTTPTransport http.RoundTripper = func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.IdleConnTimeout = 4 * time.Second
+	return t
+}()
 
 type httpFilter struct {
 	base   http.RoundTripper
