@@ -223,10 +223,10 @@ func toolsPage(raw json.RawMessage) (tools []json.RawMessage, next string, err e
 	if json.Unmarshal(raw, &page) != nil {
 		return nil, "", fmt.Errorf("it is %s, not an object", mcpwire.TypeOf(raw))
 	}
-	if t := page["tools"]; mcpwire.TypeOf(t) != "null" && mcpwire.TypeOf(t) != "missing" && json.Unmarshal(t, &tools) != nil {
+	if t := page["tools"]; !mcpwire.IsNull(t) && json.Unmarshal(t, &tools) != nil {
 		return nil, "", fmt.Errorf("tools is %s, not an array", mcpwire.TypeOf(t))
 	}
-	if c := page["nextCursor"]; mcpwire.TypeOf(c) != "null" && mcpwire.TypeOf(c) != "missing" && json.Unmarshal(c, &next) != nil {
+	if c := page["nextCursor"]; !mcpwire.IsNull(c) && json.Unmarshal(c, &next) != nil {
 		return nil, "", fmt.Errorf("nextCursor is %s, not a string", mcpwire.TypeOf(c))
 	}
 	return tools, next, nil

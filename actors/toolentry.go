@@ -70,7 +70,7 @@ func ParseTool(raw json.RawMessage) ToolInfo {
 		return t
 	}
 	t.InputSchema = m["inputSchema"]
-	if isNull(t.InputSchema) {
+	if mcpwire.IsNull(t.InputSchema) {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	if json.Unmarshal(m["description"], &t.Description) != nil {
@@ -94,7 +94,7 @@ func toolProblem(raw json.RawMessage, m map[string]json.RawMessage, name string)
 		return fmt.Sprintf("it nests %d levels deep, over the %d the bridge allows", d, maxToolDepth)
 	}
 	in := m["inputSchema"]
-	if isNull(in) {
+	if mcpwire.IsNull(in) {
 		return ""
 	}
 	if k := mcpwire.TypeOf(in); k != "an object" {
@@ -104,7 +104,7 @@ func toolProblem(raw json.RawMessage, m map[string]json.RawMessage, name string)
 	if json.Unmarshal(in, &schema) != nil {
 		return "inputSchema does not parse" // cannot happen: TypeOf saw an object
 	}
-	if p := schema["properties"]; !isNull(p) && mcpwire.TypeOf(p) != "an object" {
+	if p := schema["properties"]; !mcpwire.IsNull(p) && mcpwire.TypeOf(p) != "an object" {
 		return fmt.Sprintf("inputSchema.properties is %s, not an object", mcpwire.TypeOf(p))
 	}
 	return ""
@@ -139,11 +139,9 @@ func nameProblem(raw json.RawMessage, name string) string {
 	return ""
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || mcpwire.TypeOf(raw) == "null" }
-
 // objectOrNil is raw when it is a JSON object, nil otherwise.
 func objectOrNil(raw json.RawMessage) json.RawMessage {
-	if isNull(raw) || mcpwire.TypeOf(raw) != "an object" {
+	if mcpwire.IsNull(raw) || mcpwire.TypeOf(raw) != "an object" {
 		return nil
 	}
 	return raw

@@ -117,7 +117,7 @@ func (f *httpFilter) postedID(req *http.Request) json.RawMessage {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if json.Unmarshal(data, &m) != nil || m.Method == "" || isNull(m.ID) {
+	if json.Unmarshal(data, &m) != nil || m.Method == "" || IsNull(m.ID) {
 		return nil
 	}
 	return m.ID

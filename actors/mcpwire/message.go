@@ -65,7 +65,7 @@ func decode(fr *frame) message {
 		}
 		return m
 	}
-	if isNull(m.env.Method) {
+	if IsNull(m.env.Method) {
 		m.kind, m.why = reply, checkReply(m.env)
 		return m
 	}
@@ -75,7 +75,7 @@ func decode(fr *frame) message {
 		return m
 	}
 	m.kind = notification
-	if !isNull(m.env.ID) {
+	if !IsNull(m.env.ID) {
 		m.kind = request
 	}
 	return m
@@ -85,7 +85,7 @@ func decode(fr *frame) message {
 // JSON-RPC asks for exactly one of result and error; MCP's results are
 // objects; an error has an integer code and a string message.
 func checkReply(env envelope) string {
-	hasResult, hasError := !isNull(env.Result), !isNull(env.Error)
+	hasResult, hasError := !IsNull(env.Result), !IsNull(env.Error)
 	switch {
 	case hasResult && hasError:
 		return "it has both a result and an error"
@@ -127,7 +127,7 @@ func (m *message) response() (*transport.JSONRPCResponse, error) {
 	var id mcp.RequestId
 	_ = id.UnmarshalJSON(m.id)
 	resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: m.env.Result}
-	if !isNull(m.env.Error) {
+	if !IsNull(m.env.Error) {
 		resp.Result = nil
 		resp.Error = &mcp.JSONRPCErrorDetails{}
 		if err := json.Unmarshal(m.env.Error, resp.Error); err != nil {
@@ -147,8 +147,11 @@ func idKey(raw json.RawMessage) (string, bool) {
 	return id.String(), true
 }
 
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
+// IsNull says whether raw is absent or JSON null: a member that says
+// nothing.
+func IsNull(raw json.RawMessage) bool {
+	t := TypeOf(raw)
+	return t == "null" || t == "missing"
 }
 
 // TypeOf names the JSON type of raw, with its article ("an object", "a

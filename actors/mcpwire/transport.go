@@ -394,7 +394,7 @@ func (t *Transport) serve(line []byte, m message) {
 	var method string
 	_ = json.Unmarshal(m.env.Method, &method)
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method}
-	if !isNull(m.env.Params) {
+	if !IsNull(m.env.Params) {
 		req.Params = m.env.Params
 	}
 	t.mu.Lock()
