@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,29 +48,20 @@ func (p *pipeServers) dial(_ context.Context, conn *serverConn) error {
 // servePipe is a minimal MCP server with one tool, echo, until r closes.
 // (mcp-go's stdio server waits on a channel from outside the bubble, which
 // synctest cannot see through.)
-func servePipe(r io.Reader, w io.Writer) {
-	in := bufio.NewScanner(r)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
-			continue // a notification
-		}
-		var res string
-		switch req.Method {
-		case "initialize":
-			res = `{"protocolVersion":"` + childProtocolVersion + `","capabilities":{"tools":{}},"serverInfo":{"name":"pipe","version":"1"}}`
-		case "tools/list":
-			res = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
-		default:
-			res = `{"content":[{"type":"text","text":"ok"}]}`
-		}
-		if _, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", req.ID, res); err != nil {
-			return
-		}
+func servePipe(r io.Reader, w io.Writer) { serveScript(r, w, pipeReply) }
+
+// pipeReply is servePipe's answer to each request.
+func pipeReply(id json.RawMessage, method string) string {
+	var res string
+	switch method {
+	case "initialize":
+		res = `{"protocolVersion":"` + childProtocolVersion + `","capabilities":{"tools":{}},"serverInfo":{"name":"pipe","version":"1"}}`
+	case "tools/list":
+		res = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+	default:
+		res = `{"content":[{"type":"text","text":"ok"}]}`
 	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, res)
 }
 
 // runPipeClient runs a client actor over p under a supervisor until the
