@@ -11,7 +11,9 @@ import (
 // 10 ms, from a daemon thread: on a pod's link (which counts credit) the
 // host caps each at what it has written, so they can only open the window
 // onto the transport's own buffers; on a container's link they are dropped
-// frames.
+// frames. Its jam pads the ids its replies echo: a pod's link buffers tens
+// of MiB across its hops (the API server, kubelet), which small replies
+// fill only in minutes.
 const forgeAcksCode = `def forge_acks():
     while True:
         put({'jsonrpc': '2.0', 'method': 'ack', 'params': {'bytes': 1 << 60}})
@@ -34,7 +36,7 @@ func TestHostileForgedAcks(t *testing.T) {
 	b.call(map[string]any{"code": "x = 1", "session": "forge"})
 	before := procStatus(t, pid, "VmHWM")
 	start := time.Now()
-	r, err := b.callArgsWithin(100*time.Second, map[string]any{"code": jamCode + forgeAcksCode + "stop_reader()\njam()\n", "session": "forge", "timeout": 60})
+	r, err := b.callArgsWithin(100*time.Second, map[string]any{"code": jamCode + forgeAcksCode + "stop_reader()\njam(pad=16384)\n", "session": "forge", "timeout": 60})
 	peak := procStatus(t, pid, "VmHWM")
 	if err != nil {
 		t.Fatalf("the jamming call never answered: %v\nstderr: %s", err, tail(b.stderr.String(), 4000))

@@ -38,18 +38,21 @@ def put(obj):
 def stop_reader():
     LINK._plock.acquire()
     os.kill(os.getppid(), signal.SIGSTOP)
-def jam(count=None):
+def jam(count=None, pad=0):
     # Requests for an unknown method whose name is 1 MiB (a host that echoes
     # it fills the container's stdin at once), then many small ones (their
-    # error replies fill it too, only more slowly).
+    # error replies fill it too, only more slowly). pad lengthens the small
+    # ones' ids, which every reply echoes, so the replies fill deep
+    # transport buffers (a pod's) fast too.
     name = 'x' * (1 << 20)
+    tag = 'p' * pad
     i = 0
     while count is None or i < count:
         i += 1
         try:
             put({'jsonrpc': '2.0', 'id': 'jam-%d' % i, 'method': name})
             for j in range(2000):
-                put({'jsonrpc': '2.0', 'id': 'small-%d-%d' % (i, j), 'method': 'nope'})
+                put({'jsonrpc': '2.0', 'id': 'small-%d-%d%s' % (i, j, tag), 'method': 'nope'})
         except OSError:
             return
 def jam_later():
