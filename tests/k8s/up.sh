@@ -11,7 +11,8 @@
 #   bin/    built binaries, reused while their stamp matches (the Go build cache makes a rebuild ~40 s)
 #   images/ OCI archives (pause, the sandbox image saved from podman)
 #   state/  runtime state, pids, logs, certs: removed by down.sh
-# Knobs: K8S_HOME, IMAGE (the sandbox image, from podman), NODE_NAME (localhost), SKIP_APT=1, BUILD_PREFIX.
+# Knobs: K8S_HOME, IMAGE (the sandbox image, from podman), NODE_NAME (localhost), SKIP_APT=1, BUILD_PREFIX,
+# BUILD_ONLY=1 (build, then exit).
 #
 # Pod network: containerd wants an eth0 with an IP in every pod, and sandboxes must reach no network. Each pod gets a
 # macvlan in private mode on k8snul0, a bridge with no ports and no address: private mode keeps pods from each other,
@@ -45,7 +46,7 @@ record() { echo "$(date -u +%FT%TZ) $1 $2" | tee -a "$TIMINGS"; }
 log() { echo "[up] $*"; }
 die() { echo "[up] ERROR: $*" >&2; exit 1; }
 
-if [[ -e "$PIDS/kubelet.pid" ]] && kill -0 "$(cat "$PIDS/kubelet.pid")" 2>/dev/null; then
+if [[ "${BUILD_ONLY:-0}" != 1 && -e "$PIDS/kubelet.pid" ]] && kill -0 "$(cat "$PIDS/kubelet.pid")" 2>/dev/null; then
   die "a cluster from $K8S_HOME is already running; run down.sh first"
 fi
 
@@ -101,6 +102,8 @@ HSTAMP="$(cat "$HERE"/pause/*.go "$HERE"/mkimage/*.go | sha256sum | cut -c1-16)"
 build pause "$HSTAMP" "$REPO" ./tests/k8s/pause
 build mkimage "$HSTAMP" "$REPO" ./tests/k8s/mkimage
 record builds-total "$(elapsed "$TB")s"
+# BUILD_ONLY=1 stops here: task k8s:build:bg builds ahead, in the background, what a later up.sh then finds up to date.
+[[ "${BUILD_ONLY:-0}" == 1 ]] && exit 0
 
 # ---------------------------------------------------------------- 3. images (no registry)
 if [[ ! -s "$IMG/pause.tar" || "$IMG/pause.tar" -ot "$BIN/pause" ]]; then
