@@ -127,8 +127,13 @@ func TestLineStreamRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Each 10 MB pass through encoding/json takes tens of ms,
+			// and the round trip makes about ten; under -race on a loaded
+			// 2-core machine that took 34 s. The deadline is for a hang.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
 			var got struct{ S string }
-			if err := l.client.Call(callCtx(t), "echo", struct{ S string }{tt.value}, &got); err != nil {
+			if err := l.client.Call(ctx, "echo", struct{ S string }{tt.value}, &got); err != nil {
 				t.Fatalf("Call: %v", err)
 			}
 			if got.S != tt.value {
