@@ -173,6 +173,14 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	}
 
 	got, timedOut, hardKill := s.await(ctx, sb, call, req, progress != nil, callDeadline)
+	if isStaleServers(got.err) && !timedOut && !hardKill {
+		// The worker lacked a server entry the frame named by digest, and
+		// ran nothing: once more, in full. (A cell can forge this reply to
+		// its own exec frame, which then runs it again, within the same
+		// call's deadline and caps: no more than the cell could do itself.)
+		sb.kept.forget()
+		got, timedOut, hardKill = s.await(ctx, sb, call, req, progress != nil, callDeadline)
+	}
 	if got.err == nil {
 		sb.addOutput(call, got.r.Output)
 	}
@@ -297,7 +305,7 @@ func execReplyOf(resp *jsonrpc2.Response) (got execReply) {
 // container was killed.
 func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req *ExecRequest, progress bool, callDeadline time.Time) (got execReply, timedOut, hardKill bool) {
 	params := protocol.ExecParams{
-		Call: call.scope.Call, Code: req.Code, Servers: req.Servers, OutputLimit: s.cfg.MaxOutput,
+		Call: call.scope.Call, Code: req.Code, Servers: sb.kept.frame(req.Servers), OutputLimit: s.cfg.MaxOutput,
 		Progress:   progress,
 		Discovered: req.Discovered,
 	}
@@ -323,7 +331,9 @@ func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req 
 		_, err = sb.conn.DispatchCall(context.Background(), protocol.MethodExec, params, jsonrpc2.PickID(id))
 	}
 	sent := err == nil
-	if !sent {
+	if sent {
+		sb.kept.sent(req.Servers)
+	} else {
 		got.err = err
 	}
 	replies, lost := sb.execReplies, sb.conn.DisconnectNotify()

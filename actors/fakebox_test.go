@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,9 @@ type boxScript struct {
 	// reads on, keeping the replies the host sends it (pipeBox.replies),
 	// as a cell waiting on a tool would.
 	onExec string
+	// forgets: the box keeps no server entries, so an exec frame that
+	// names one by digest (cached) is answered with CodeStaleServers.
+	forgets bool
 }
 
 func (l *pipeLauncher) Start(ctx context.Context, session string) (Sandbox, error) {
@@ -121,6 +125,16 @@ type pipeBox struct {
 	// replies are the reply frames the host sent; written by serve, read
 	// once exited is closed.
 	replies []string
+	// execServers are the servers param of each exec frame, as sent.
+	mu          sync.Mutex
+	execServers []string
+}
+
+// servers returns the servers param of each exec frame so far.
+func (b *pipeBox) servers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.execServers...)
 }
 
 // exitKilled is the exit code of a killed box, as for SIGKILL.
@@ -155,6 +169,19 @@ func (b *pipeBox) serve() {
 			}
 			reply = `{"jsonrpc":"2.0","method":"ready","params":{"python":"3.12.0"}}`
 		case protocol.MethodExec:
+			var ps struct {
+				Params struct {
+					Servers json.RawMessage `json:"servers"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(line, &ps)
+			b.mu.Lock()
+			b.execServers = append(b.execServers, string(ps.Params.Servers))
+			b.mu.Unlock()
+			if b.script.forgets && bytes.Contains(ps.Params.Servers, []byte(`"cached":true`)) {
+				reply = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"not kept"}}`, frame.ID, protocol.CodeStaleServers)
+				break
+			}
 			if b.script.onExec != "" {
 				var p struct {
 					Params struct{ Call int64 } `json:"params"`

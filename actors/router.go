@@ -83,6 +83,10 @@ type Router struct {
 	// ApprovalTimeout bounds the wait for a human's approval
 	// (MCP_BRIDGE_APPROVAL_TIMEOUT); <= 0 is DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+
+	// grants holds each granted server's entry for the sandbox, built
+	// once per tool list (grants.go).
+	grants grantEntries
 }
 
 // ConfigProblem is a config file (Entry "") or entry that was skipped.
@@ -282,7 +286,7 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 			})
 			tools, err := s.Client.Ready(ctx)
 			if err == nil {
-				out[i] = newCatalogServer(s.Spec, s.Client, tools, true).protocolServer()
+				out[i] = r.grants.server(s.Spec, s.Client, tools)
 				return
 			}
 			errs[i] = fmt.Errorf("server '%s' %s", n, startFailure(n, err.Error()))

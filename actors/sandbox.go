@@ -142,6 +142,7 @@ type sandbox struct {
 	life      context.Context
 	endLife   context.CancelCauseFunc
 	firstExec atomic.Bool // an exec frame was built for this sandbox (it carries the saved tools)
+	kept      keptEntries // the server entries its worker keeps (grants.go)
 	// execReplies gets the reply to the exec frame in flight (onRecv); a
 	// session sends one exec at a time, and waits for its reply or the
 	// link's end before the next.

@@ -78,6 +78,7 @@ func (e *Engine) doctorRuntime(ctx context.Context, add func(string, string, str
 			add("OK", "subuid", "subuid and subgid ranges for the current user are set")
 		}
 	}
+	e.doctorMounts(add)
 	e.doctorImage(ctx, cli, add)
 }
 
@@ -217,4 +218,24 @@ func pythonAtLeast311(v string) bool {
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
+}
+
+// doctorMounts checks that the sandbox can write each read-write mount's
+// host folder, as the runtime maps the sandbox user.
+func (e *Engine) doctorMounts(add func(string, string, string, ...any)) {
+	var w *container.Writer
+	for _, m := range e.Env.Mounts {
+		if !m.RW {
+			continue
+		}
+		if w == nil {
+			mw := e.Container.MountWriter()
+			w = &mw
+		}
+		if w.Writable(m.Host) {
+			add("OK", "mounts", "%s (rw) is %s, which the sandbox can write (%s)", m.Container, m.Host, w.Why)
+			continue
+		}
+		add("FAIL", "mounts", "%s (rw) is %s, which the sandbox cannot write (%s): %s", m.Container, m.Host, w.Why, w.Fix(m.Host))
+	}
 }

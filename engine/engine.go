@@ -126,6 +126,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 			Files: files, Main: entrypoint.Main, Version: version,
 			Limits: protocol.Limits{MaxFrameBytes: env.MaxFrameBytes, MaxOutputBytes: env.MaxOutputBytes, MaxInFlight: 32,
 				MaxImages: env.MaxImages, MaxImageBytes: env.MaxImageBytes},
+			RWMounts: rwMounts(env.Mounts),
 		},
 		MaxFrame:     env.MaxFrameBytes,
 		MaxOutput:    env.MaxOutputBytes,

@@ -31,3 +31,14 @@ func ManualWithMounts(manual string, mounts []container.Mount) string {
 	return manual + "\n\nHost folders mounted (MCP_BRIDGE_MOUNTS): " + strings.Join(items, ", ") +
 		". Nothing else of the host is visible."
 }
+
+// rwMounts are the container paths of the read-write mounts.
+func rwMounts(mounts []container.Mount) []string {
+	var out []string
+	for _, m := range mounts {
+		if m.RW {
+			out = append(out, m.Container)
+		}
+	}
+	return out
+}

@@ -152,6 +152,9 @@ class Link:
     def reply(self, id_, result):
         self._send(self.reply_frame(id_, result))
 
+    def reply_error(self, id_, code, message):
+        self._send({"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}})
+
     @staticmethod
     def reply_frame(id_, result):
         return {"jsonrpc": "2.0", "id": id_, "result": result}

@@ -58,9 +58,13 @@ func bootFrame(t *testing.T, limits ...map[string]any) []byte {
 			l[k] = v
 		}
 	}
-	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "boot", "params": map[string]any{
-		"files": Files(), "main": Main, "version": "test", "limits": l,
-	}})
+	params := map[string]any{"files": Files(), "main": Main, "version": "test", "limits": l}
+	// rwMounts is a boot param beside the limits, given with them here.
+	if m, ok := l["rwMounts"]; ok {
+		delete(l, "rwMounts")
+		params["rwMounts"] = m
+	}
+	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "boot", "params": params})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,30 +47,47 @@ class MCPError(RuntimeError):
 
 _CALL = {"servers": [], "proxies": {}, "reset": False, "notes": []}
 
+# The server entries of the previous exec frame, by digest: (entry, proxy,
+# module). A frame names an entry the worker keeps by its digest alone
+# ("cached"), so a server granted call after call costs neither its tool
+# list on the link nor a rebuild of its proxies. Exactly these are kept:
+# the host mirrors them (actors/grants.go).
+_KEPT = {}
+
+
+class _StaleServers(Exception):
+    """An exec frame named a server entry this worker does not keep."""
+
 
 def _begin_call(params):
+    """Binds the servers the exec frame grants. It raises _StaleServers
+    before changing anything when the frame names an entry not kept."""
     servers = params.get("servers") or []
-    proxies = {}
+    for srv in servers:
+        if srv.get("cached") and srv.get("digest") not in _KEPT:
+            raise _StaleServers("server %r: entry %s is not kept" % (srv.get("name"), srv.get("digest")))
     pkg = sys.modules["mcp.servers"]
     for name in list(vars(pkg)):
         mod = getattr(pkg, name)
         if isinstance(mod, types.ModuleType):
             delattr(pkg, name)
             sys.modules.pop(mod.__name__, None)
+    kept, entries, proxies = {}, [], {}
     for srv in servers:
-        proxy = _ServerProxy(srv)
+        digest = srv.get("digest")
+        entry = _KEPT.get(digest) if digest else None
+        if entry is None:
+            entry = _server_entry(srv)
+        if digest:
+            kept[digest] = entry
+        srv, proxy, mod = entry
+        entries.append(srv)
         proxies[srv["name"]] = proxy
-        mod = types.ModuleType("mcp.servers." + srv["alias"])
-        mod.__file__ = "<bridge/mcp/servers/%s.py>" % srv["alias"]
-        for alias, fn in proxy._fns.items():
-            setattr(mod, alias, fn)
-        mod.__all__ = list(proxy._fns)
-        if srv.get("error"):
-            mod.__getattr__ = proxy.__getattr__ if srv.get("signIn") else proxy._broken
-        mod.TOOLS = [_tool_entry(t) for t in proxy._tools]
-        mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in proxy._tools}
         sys.modules[mod.__name__] = mod
         setattr(pkg, srv["alias"], mod)
+    _KEPT.clear()
+    _KEPT.update(kept)
+    servers = entries
     _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None,
                  notes=_skip_notes(proxies.values()))
     # Objects, as the reference gives, but only these three keys: the
@@ -79,6 +96,21 @@ def _begin_call(params):
     os.environ["MCP_AVAILABLE_SERVERS"] = json.dumps(
         [{"name": s["name"], "alias": s["alias"], "description": s.get("description") or ""} for s in servers])
     os.environ["MCP_DISCOVERED_SERVERS"] = json.dumps(list(params.get("discovered") or ()))
+
+
+def _server_entry(srv):
+    """A granted server's proxy and its module mcp.servers.<alias>."""
+    proxy = _ServerProxy(srv)
+    mod = types.ModuleType("mcp.servers." + srv["alias"])
+    mod.__file__ = "<bridge/mcp/servers/%s.py>" % srv["alias"]
+    for alias, fn in proxy._fns.items():
+        setattr(mod, alias, fn)
+    mod.__all__ = list(proxy._fns)
+    if srv.get("error"):
+        mod.__getattr__ = proxy.__getattr__ if srv.get("signIn") else proxy._broken
+    mod.TOOLS = [_tool_entry(t) for t in proxy._tools]
+    mod.TOOL_MAP = {t["alias"]: _tool_entry(t) for t in proxy._tools}
+    return srv, proxy, mod
 
 
 def _tool_entry(tool):

@@ -201,6 +201,18 @@ class _Sink:
         pass
 
 
+def _mount_notes():
+    """A note for each read-write host folder this sandbox's user cannot
+    write (the host's permissions, which differ by runtime): said in a
+    session's first result, before a write fails with PermissionError."""
+    notes = []
+    for path in BOOT.get("rwMounts") or ():
+        if not os.access(path, os.W_OK | os.X_OK):
+            notes.append("the read-write mount %s cannot be written by the sandbox's user (uid %d): writes there fail "
+                         "with PermissionError; `bridge doctor` names its host folder and the fix" % (path, os.getuid()))
+    return notes
+
+
 class Runner:
     def __init__(self):
         main = types.ModuleType("__main__")
@@ -225,15 +237,21 @@ class Runner:
         params = msg["params"]
         if self.loop is None and "asyncio" in sys.modules:
             self.event_loop()  # asyncio was first imported outside the main thread
+        rt = RT
+        try:
+            rt._begin_call(params)
+        except rt._StaleServers as e:
+            # Nothing ran and nothing changed: the host sends the frame
+            # again with every server entry in full.
+            LINK.reply_error(msg["id"], -32008, str(e))  # protocol.CodeStaleServers
+            return
         STATE.call = params.get("call")
         STATE.cell += 1
         n = STATE.cell
-        rt = RT
-        rt._begin_call(params)
         self._bind(rt, params)
         # A new session (each container has one worker) first loads the saved tools.
         notes, stopped = self._load_tools(rt, params.get("savedTools")) if n == 1 else (None, False)
-        notes = rt._call_notes() + (notes or [])
+        notes = rt._call_notes() + (notes or []) + (_mount_notes() if n == 1 else [])
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)

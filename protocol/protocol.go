@@ -87,6 +87,10 @@ type BootParams struct {
 	Main    string            `json:"main"`
 	Version string            `json:"version"`
 	Limits  Limits            `json:"limits"`
+	// RWMounts are the container paths of the read-write host folders
+	// (MCP_BRIDGE_MOUNTS): a session's first result names each one its
+	// user cannot write.
+	RWMounts []string `json:"rwMounts,omitempty"`
 }
 
 // ReadyParams reports that the sandbox has booted.
@@ -116,6 +120,15 @@ type Server struct {
 	// SignIn marks an Error that a sign-in may clear: the proxies then
 	// send any tool name to the host, which signs in where the call can.
 	SignIn bool `json:"signIn,omitempty"`
+	// Digest names this entry (everything above it) across calls: the
+	// sandbox keeps the proxies it built for the previous exec frame's
+	// entries by digest. Empty: not kept.
+	Digest string `json:"digest,omitempty"`
+	// Cached says the entry is the one the previous exec frame sent under
+	// Digest, so only Name, Alias and Digest come. A sandbox without it
+	// answers the exec with CodeStaleServers before running anything, and
+	// the host sends the frame again in full.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // ExecParams asks the sandbox to run one cell. Discovered lists every
@@ -246,8 +259,11 @@ const (
 	CodeNotFound         = -32005
 	CodeConflict         = -32006
 	CodeDenied           = -32007
-	CodeMethodNotFound   = -32601
-	CodeInvalidParams    = -32602
+	// CodeStaleServers answers an exec frame that names a Cached server
+	// entry the sandbox does not have; the cell did not run.
+	CodeStaleServers   = -32008
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
 )
 
 // ErrorData is the data member of a link error.

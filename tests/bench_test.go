@@ -90,6 +90,10 @@ func TestBenchQuick(t *testing.T) {
 	}
 	need("latency.warm.parts")
 	need("latency.warm.own")
+	// A grant was timed against no grant, on the same bridge.
+	if v := need("latency.grant.p50"); v <= 0 || bases["latency.grant.p50"] <= 0 {
+		t.Errorf("latency.grant.p50: %v ms against %v ms; want both measured (> 0)", v, bases["latency.grant.p50"])
+	}
 	// The bridge's CPU per warm call was measured: it did some work.
 	if cpu := need("latency.warm.bridgecpu"); cpu <= 0 {
 		t.Errorf("the bridge's CPU per warm call: %v ms; want it measured (> 0)", cpu)

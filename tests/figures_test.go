@@ -397,6 +397,31 @@ func TestMounts(t *testing.T) {
 	}
 }
 
+// TestMountNotWritable: a read-write mount whose host folder the sandbox's
+// user cannot write is named in a session's first result, and by doctor
+// with the fix for this runtime (issue 35).
+func TestMountNotWritable(t *testing.T) {
+	requirePodman(t)
+	rw := t.TempDir()
+	if err := os.Chmod(rw, 0o555); err != nil { // nobody but root may write; the sandbox user is never root
+		t.Fatal(err)
+	}
+	env := map[string]string{"MCP_BRIDGE_MOUNTS": rw + ":/mnt/out:rw"}
+	b := startBridge(t, env)
+	note := "note: the read-write mount /mnt/out cannot be written by the sandbox's user"
+	if got := b.mustOK("x = 1"); !strings.Contains(got, note) {
+		t.Errorf("first result lacks %q:\n%s", note, got)
+	}
+	if got := b.mustOK("x = 2"); strings.Contains(got, "read-write mount") {
+		t.Errorf("second result repeats the mount note:\n%s", got)
+	}
+	out, errOut, code := runCLI(t, env, "", "doctor")
+	want := "FAIL mounts: /mnt/out (rw) is " + rw + ", which the sandbox cannot write ("
+	if code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "chmod") {
+		t.Errorf("doctor: exit %d, want 1 and a line %q with its fix:\n%s%s", code, want, out, errOut)
+	}
+}
+
 // TestInvalidMounts checks that every invalid MCP_BRIDGE_MOUNTS entry stops
 // the bridge at startup with exit 2 and one line naming the problem.
 func TestInvalidMounts(t *testing.T) {
