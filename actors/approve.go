@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,7 +205,11 @@ func deniedError(msg string) error {
 // means it may. Any answer but once or run, an error, or no answer within
 // the approval timeout refuses it; so does a client that cannot be asked
 // (fail closed). Every decision is logged, never the arguments.
-func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, args json.RawMessage) error {
+//
+// rule names what gated the call ("approve in servers.memory of
+// /path/bridge.policy"), for the refusals that tell the operator what to
+// change.
+func (r *Router) approve(ctx context.Context, scope Scope, server, tool, rule string, args json.RawMessage) error {
 	key := server + "\x00" + tool
 	// Decisions are logged at info, the first maxLoggedDecisions of a
 	// call each; a loop in the cell against a client that answers at once
@@ -225,6 +230,9 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 		case asks != nil && asks.decisions.Add(1) > maxLoggedDecisions:
 			ev = r.Log.Debug()
 		}
+		if scope.Principal != "" {
+			ev = ev.Str("principal", scope.Principal)
+		}
 		ev.Str("server", server).Str("tool", printable.Log(tool)).Str("session", scope.Session).
 			Int64("call", scope.Call).Str("decision", decision).Msg("approval")
 	}
@@ -241,12 +249,13 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 	}
 	if asks == nil || asks.human == nil {
 		logDecision("unavailable")
-		return deniedError(fmt.Sprintf("Tool %s.%s needs approval (approve in the policy), and this call has no client to ask", server, tool))
+		return deniedError(fmt.Sprintf("Tool %s.%s needs approval (gated by %s), and this call has no client to ask; to call it without one, %s",
+			server, tool, rule, ungate(rule)))
 	}
 	if caps := asks.human.Caps(); !caps.Form {
 		logDecision("unavailable")
-		return deniedError(fmt.Sprintf("Tool %s.%s needs a human's approval (the policy's approve or approveDestructive), but %s: "+
-			"use an MCP client with elicitation, or allow the tool in the policy", server, tool, caps.Missing))
+		return deniedError(fmt.Sprintf("Tool %s.%s needs a human's approval (gated by %s), but %s: "+
+			"use an MCP client with elicitation, or %s", server, tool, rule, caps.Missing, ungate(rule)))
 	}
 	timeout := r.ApprovalTimeout
 	if timeout <= 0 {
@@ -293,6 +302,15 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool string, 
 	}
 	logDecision(decision)
 	return nil
+}
+
+// ungate is the change to the policy that lifts the gate rule names:
+// approve wins over allow, so allowing the tool does not.
+func ungate(rule string) string {
+	if strings.HasPrefix(rule, "approveDestructive") {
+		return "set that approveDestructive to false"
+	}
+	return "take the tool out of that approve list (allow does not lift it)"
 }
 
 // answer reads an approval form's answer: once, run or deny; for a decline

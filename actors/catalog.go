@@ -107,12 +107,10 @@ func (c *Catalog) search(query string, limit int) []int {
 	return out
 }
 
-// policyMaxCalls is the policy's cap on tool calls per execution, 0 for none.
-func (c *Catalog) policyMaxCalls() int {
-	if c.policy == nil {
-		return 0
-	}
-	return c.policy.MaxCalls
+// policyMaxCalls is the policy's cap on principal's tool calls per
+// execution, 0 for none.
+func (c *Catalog) policyMaxCalls(principal string) int {
+	return c.policy.MaxCallsFor(principal)
 }
 
 // Server returns the server named name, nil when unknown.

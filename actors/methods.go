@@ -432,13 +432,13 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if err := r.countCall(cat, scope, p.Server, p.Tool); err != nil {
 		return nil, err
 	}
-	if cat.policy.NeedsApproval(p.Server, p.Tool, s.Tools[i].Annotations) {
-		if err := r.approve(ctx, scope, p.Server, p.Tool, args); err != nil {
+	if rule := cat.policy.GateFor(scope.Principal, p.Server, p.Tool, s.Tools[i].Annotations); rule != "" {
+		if err := r.approve(ctx, scope, p.Server, p.Tool, rule+" of "+cat.policy.Source, args); err != nil {
 			return nil, err
 		}
 	}
 	timeout, limit := r.CallTimeout, "MCP_BRIDGE_CALL_TIMEOUT"
-	if d, ok := cat.policy.Timeout(p.Server, p.Tool); ok {
+	if d, ok := cat.policy.TimeoutFor(scope.Principal, p.Server, p.Tool); ok {
 		timeout, limit = d, "timeouts in "+cat.policy.Source
 	}
 	deadline := scope.Deadline

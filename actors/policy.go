@@ -165,19 +165,31 @@ func (p *Policy) approved(server, tool string) bool {
 // come from the server itself, so the operator decides how far to trust
 // them, per server.
 func (p *Policy) NeedsApproval(server, tool string, annotations []byte) bool {
+	return p.gate("", server, tool, annotations) != ""
+}
+
+// gate names the rule of p that gates server.tool (NeedsApproval), as the
+// file spells its place under prefix ("" at the top level,
+// "principals.bob." for a principal's own rules); "" when none does.
+func (p *Policy) gate(prefix, server, tool string, annotations []byte) string {
 	if p == nil || p.Err != nil {
-		return false
+		return ""
 	}
-	if p.approved(server, tool) {
-		return true
-	}
-	on := p.ApproveDestructive
-	for _, key := range []string{"*", server} {
-		if sp, ok := p.Servers[key]; ok && sp.ApproveDestructive != nil {
-			on = *sp.ApproveDestructive
+	for _, key := range []string{server, "*"} {
+		if matchAny(p.rules[key].approve, tool) {
+			return fmt.Sprintf("approve in %sservers.%s", prefix, key)
 		}
 	}
-	return on && destructive(annotations)
+	on, where := p.ApproveDestructive, prefix+"approveDestructive"
+	for _, key := range []string{"*", server} {
+		if sp, ok := p.Servers[key]; ok && sp.ApproveDestructive != nil {
+			on, where = *sp.ApproveDestructive, fmt.Sprintf("approveDestructive in %sservers.%s", prefix, key)
+		}
+	}
+	if on && destructive(annotations) {
+		return where + " (the tool's annotations say destructiveHint: true)"
+	}
+	return ""
 }
 
 // destructive reports whether annotations hold destructiveHint: true.

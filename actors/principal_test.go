@@ -97,8 +97,8 @@ func TestPolicyCheckForPrincipal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.WithPrincipals(map[string]map[string]ServerPolicy{
-		"alice": {"github": {Allow: []string{"get_*", "delete_repo"}}},
+	if err := p.WithPrincipals(map[string]PrincipalRules{
+		"alice": {Servers: map[string]ServerPolicy{"github": {Allow: []string{"get_*", "delete_repo"}}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestPolicyCheckForPrincipal(t *testing.T) {
 			t.Errorf("CheckFor(%q, %s.%s) = %v, want ok %v", c.principal, c.server, c.tool, err, c.ok)
 		}
 	}
-	if err := p.WithPrincipals(map[string]map[string]ServerPolicy{"eve": {"x": {Allow: []string{"["}}}}); err == nil || !strings.Contains(err.Error(), `principal "eve"`) {
+	if err := p.WithPrincipals(map[string]PrincipalRules{"eve": {Servers: map[string]ServerPolicy{"x": {Allow: []string{"["}}}}}); err == nil || !strings.Contains(err.Error(), `principal "eve"`) {
 		t.Errorf("bad pattern: %v, want an error naming the principal", err)
 	}
 }
@@ -166,4 +166,107 @@ func TestSessionsGetKeepsRecency(t *testing.T) {
 			t.Fatalf("evicted: a %v, b %v; want b only", isClosed(a.Done()), isClosed(b.Done()))
 		}
 	})
+}
+
+// TestPrincipalRulesEveryKey: every key of the policy holds at the
+// principal level as at the top level, for the principal it names only
+// (issue 36): deny denies, allow narrows, approve and approveDestructive
+// gate, resources false refuses, and the smaller timeout and
+// maxToolCallsPerExecution win.
+func TestPrincipalRulesEveryKey(t *testing.T) {
+	yes, no := true, false
+	destructiveAnn := []byte(`{"destructiveHint":true}`)
+	type facts struct {
+		check, resources bool // allowed
+		gate             string
+		timeout          time.Duration
+		maxCalls         int
+	}
+	// what returns the facts bob gets for x.drop (destructive).
+	what := func(p *Policy, who string) facts {
+		d, _ := p.TimeoutFor(who, "x", "drop")
+		return facts{
+			check:     p.CheckFor(who, "x", "drop") == nil,
+			resources: p.ResourcesAllowedFor(who, "x") == nil,
+			gate:      p.GateFor(who, "x", "drop", destructiveAnn),
+			timeout:   d,
+			maxCalls:  p.MaxCallsFor(who),
+		}
+	}
+	open := facts{check: true, resources: true, timeout: 0, maxCalls: 0}
+	tests := []struct {
+		key  string
+		rule PrincipalRules // at the top level: Servers, MaxCalls, ApproveDestructive
+		want func(f facts, at string) facts
+	}{
+		{"deny", PrincipalRules{Servers: map[string]ServerPolicy{"x": {Deny: []string{"drop"}}}},
+			func(f facts, _ string) facts { f.check = false; return f }},
+		{"allow", PrincipalRules{Servers: map[string]ServerPolicy{"x": {Allow: []string{"get"}}}},
+			func(f facts, _ string) facts { f.check = false; return f }},
+		{"approve", PrincipalRules{Servers: map[string]ServerPolicy{"x": {Approve: []string{"drop"}}}},
+			func(f facts, at string) facts { f.gate = "approve in " + at + "servers.x"; return f }},
+		{"servers.x.approveDestructive", PrincipalRules{Servers: map[string]ServerPolicy{"x": {ApproveDestructive: &yes}}},
+			func(f facts, at string) facts {
+				f.gate = "approveDestructive in " + at + "servers.x (the tool's annotations say destructiveHint: true)"
+				return f
+			}},
+		{"approveDestructive", PrincipalRules{ApproveDestructive: true, Servers: map[string]ServerPolicy{"x": {}}},
+			func(f facts, at string) facts {
+				f.gate = at + "approveDestructive (the tool's annotations say destructiveHint: true)"
+				return f
+			}},
+		{"resources", PrincipalRules{Servers: map[string]ServerPolicy{"x": {Resources: &no}}},
+			func(f facts, _ string) facts { f.resources = false; return f }},
+		{"timeouts", PrincipalRules{Servers: map[string]ServerPolicy{"x": {Timeouts: map[string]float64{"drop": 2}}}},
+			func(f facts, _ string) facts { f.timeout = 2 * time.Second; return f }},
+		{"maxToolCallsPerExecution", PrincipalRules{MaxCalls: 3, Servers: map[string]ServerPolicy{"x": {}}},
+			func(f facts, _ string) facts { f.maxCalls = 3; return f }},
+	}
+	for _, tt := range tests {
+		for _, level := range []string{"top", "principal"} {
+			var p *Policy
+			var err error
+			// bob's own rules grant x; alice has none of her own.
+			bob := PrincipalRules{Servers: map[string]ServerPolicy{"x": {}}}
+			if level == "top" {
+				p, err = NewPolicy("bridge.policy", tt.rule.MaxCalls, tt.rule.Servers)
+				if err == nil {
+					p.ApproveDestructive = tt.rule.ApproveDestructive
+				}
+			} else {
+				p, err = NewPolicy("bridge.policy", 0, nil)
+				bob = tt.rule
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.WithPrincipals(map[string]PrincipalRules{"bob": bob}); err != nil {
+				t.Fatal(err)
+			}
+			at := ""
+			if level == "principal" {
+				at = "principals.bob."
+			}
+			if got, want := what(p, "bob"), tt.want(open, at); got != want {
+				t.Errorf("%s at the %s level: bob gets %+v, want %+v", tt.key, level, got, want)
+			}
+			wantAlice := open
+			if level == "top" {
+				wantAlice = tt.want(open, "")
+			}
+			if got := what(p, "alice"); got != wantAlice {
+				t.Errorf("%s at the %s level: alice gets %+v, want %+v", tt.key, level, got, wantAlice)
+			}
+		}
+	}
+	// The smaller of two timeouts and caps wins, whichever level has it.
+	p, _ := NewPolicy("bridge.policy", 5, map[string]ServerPolicy{"x": {Timeouts: map[string]float64{"*": 9}}})
+	_ = p.WithPrincipals(map[string]PrincipalRules{"bob": {MaxCalls: 10, Servers: map[string]ServerPolicy{"x": {Timeouts: map[string]float64{"drop": 4}}}}})
+	if d, _ := p.TimeoutFor("bob", "x", "drop"); d != 4*time.Second || p.MaxCallsFor("bob") != 5 {
+		t.Errorf("smaller wins: timeout %v, cap %d; want 4s and 5", d, p.MaxCallsFor("bob"))
+	}
+	// A server bob's rules do not name is refused, its resources too.
+	if p.CheckFor("bob", "y", "get") == nil || p.ResourcesAllowedFor("bob", "y") == nil {
+		t.Error("an ungranted server: tool call or resources allowed to bob")
+	}
 }

@@ -50,7 +50,7 @@ func (p *Policy) ResourcesAllowed(server string) error {
 // countCall counts one proxied request of the execution against the
 // policy's maxToolCallsPerExecution; what names it in the log.
 func (r *Router) countCall(cat *Catalog, scope Scope, server, what string) error {
-	max := cat.policyMaxCalls()
+	max := cat.policyMaxCalls(scope.Principal)
 	if max <= 0 || scope.ToolCalls == nil || scope.ToolCalls.Add(1) <= int64(max) {
 		return nil
 	}
@@ -68,7 +68,7 @@ func (r *Router) resourceServer(cat *Catalog, scope Scope, server, what string) 
 	if err != nil {
 		return nil, err
 	}
-	if err := cat.policy.ResourcesAllowed(server); err != nil {
+	if err := cat.policy.ResourcesAllowedFor(scope.Principal, server); err != nil {
 		if firstRefusal(scope) {
 			r.Log.Warn().Str("server", server).Str("session", scope.Session).Int64("call", scope.Call).Msg(printable.Log(err.Error()))
 		}

@@ -25,9 +25,12 @@ type policyDoc struct {
 	Principals map[string]principalDoc `json:"principals"`
 }
 
-// principalDoc is one principal's grants.
+// principalDoc is one principal's rules: the top level's keys, which can
+// only narrow the top level's (actors.PrincipalRules).
 type principalDoc struct {
-	Servers map[string]actors.ServerPolicy `json:"servers"`
+	MaxToolCallsPerExecution int                            `json:"maxToolCallsPerExecution"`
+	ApproveDestructive       bool                           `json:"approveDestructive"`
+	Servers                  map[string]actors.ServerPolicy `json:"servers"`
 }
 
 // LoadPolicy reads <dir>/bridge.policy. A missing file is no policy; a file
@@ -61,9 +64,9 @@ func LoadPolicy(dir string) *actors.Policy {
 		return pol
 	}
 	compiled.ApproveDestructive = doc.ApproveDestructive
-	grants := map[string]map[string]actors.ServerPolicy{}
+	grants := map[string]actors.PrincipalRules{}
 	for name, pd := range doc.Principals {
-		grants[name] = pd.Servers
+		grants[name] = actors.PrincipalRules{MaxCalls: pd.MaxToolCallsPerExecution, ApproveDestructive: pd.ApproveDestructive, Servers: pd.Servers}
 	}
 	if err := compiled.WithPrincipals(grants); err != nil {
 		pol.Err = fmt.Errorf("policy: %w", err)

@@ -111,8 +111,26 @@ func TestPolicyPrincipals(t *testing.T) {
 	if p := LoadPolicy(dir); p == nil || p.Err == nil || !strings.Contains(p.Err.Error(), `principal "alice"`) {
 		t.Errorf("bad principal pattern: %+v, want an error naming alice", p)
 	}
-	write(`{"principals": {"alice": {"server": {}}}}`)
-	if p := LoadPolicy(dir); p == nil || p.Err == nil {
-		t.Errorf("unknown field in a principal: %+v, want an error", p)
+	for _, body := range []string{
+		`{"principals": {"alice": {"server": {}}}}`,
+		`{"principals": {"alice": {"servers": {"gh": {"aprove": ["x"]}}}}}`,
+		`{"servers": {"gh": {"timeout": {"x": 1}}}}`,
+	} {
+		write(body)
+		if p := LoadPolicy(dir); p == nil || p.Err == nil || !strings.Contains(p.Err.Error(), "unknown field") {
+			t.Errorf("unknown key in %s: %+v, want an error naming it", body, p)
+		}
+	}
+	// Every top-level key is read at the principal level too.
+	write(`{"principals": {"bob": {"maxToolCallsPerExecution": 3, "approveDestructive": true,
+		"servers": {"gh": {"approve": ["merge"], "resources": false, "timeouts": {"get_*": 2}}}}}}`)
+	p = LoadPolicy(dir)
+	if p == nil || p.Err != nil {
+		t.Fatalf("LoadPolicy = %+v", p)
+	}
+	if d, _ := p.TimeoutFor("bob", "gh", "get_issue"); p.MaxCallsFor("bob") != 3 || d != 2*time.Second ||
+		p.GateFor("bob", "gh", "merge", nil) == "" || p.GateFor("bob", "gh", "drop", []byte(`{"destructiveHint":true}`)) == "" ||
+		p.ResourcesAllowedFor("bob", "gh") == nil {
+		t.Errorf("bob's own keys not all in force: cap %d, timeout %v", p.MaxCallsFor("bob"), d)
 	}
 }

@@ -252,7 +252,8 @@ func TestApprovalWithoutElicitation(t *testing.T) {
 	b, mem := memoryBridge(t, nil, nil)
 	got := b.mustOK(create("ent_x"), "memory")
 	if !strings.Contains(got, "refused: denied") || !strings.Contains(got, "did not declare elicitation") ||
-		!strings.Contains(got, "allow the tool in the policy") || !strings.Contains(got, "names: []") {
+		!strings.Contains(got, "(gated by approve in servers.memory of ") || !strings.Contains(got, "take the tool out of that approve list (allow does not lift it)") ||
+		!strings.Contains(got, "names: []") {
 		t.Errorf("without elicitation: %s", got)
 	}
 	if data, _ := os.ReadFile(mem); strings.Contains(string(data), "ent_x") {
