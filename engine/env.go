@@ -88,6 +88,9 @@ type Env struct {
 	TokensFile              string
 	MaxSessionsPerPrincipal int
 	MaxCallsPerPrincipal    int
+	// MaxConnsPerAddr caps bridge serve's open connections from one
+	// remote address; 0 is no cap.
+	MaxConnsPerAddr int
 	// Serving is set by bridge serve (no variable): the working
 	// directory's project config files are not the callers', so they are
 	// not read.
@@ -111,6 +114,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_PULL_POLICY", "MCP_BRIDGE_K8S_WARM_POOL", "MCP_BRIDGE_K8S_RUNTIME_CLASS",
 	"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_SECCOMP_PROFILE",
 	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL",
+	"MCP_BRIDGE_MAX_CONNS_PER_ADDR",
 }
 
 var (
@@ -252,6 +256,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.TokensFile = r.str("MCP_BRIDGE_TOKENS_FILE")
 	e.MaxSessionsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", 8, 1, 512)
 	e.MaxCallsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL", 4, 1, 512)
+	e.MaxConnsPerAddr = r.intRange("MCP_BRIDGE_MAX_CONNS_PER_ADDR", 64, 0, 65536)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")
 	// Figures and display(): an image travels base64 in one frame.
 	maxImage := (e.MaxFrameBytes - 64<<10) / 4 * 3

@@ -143,6 +143,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	if err != nil {
 		return fmt.Errorf("serve: listen: %w", err)
 	}
+	ln = httpd.LimitPerAddr(ln, e.Env.MaxConnsPerAddr, hlog)
 	srv := &http.Server{
 		Handler: handler, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleConnTimeout,
 		ErrorLog: log.New(httpErrorLog{hlog}, "", 0),

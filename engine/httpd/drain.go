@@ -59,7 +59,7 @@ func (d *Drain) wrap(next http.Handler) http.Handler {
 		d.mu.Lock()
 		if d.draining {
 			d.mu.Unlock()
-			w.Header().Set("Connection", "close")
+			closing(w)
 			w.Header().Set("Retry-After", "1")
 			writeRPCError(w, http.StatusServiceUnavailable, -32000, "the bridge is shutting down; retry with another instance or once it is back")
 			return

@@ -74,7 +74,31 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
 	mux.Handle("/metrics", cfg.auth(cfg.Metrics.Handler()))
 	mux.Handle("/mcp", cfg.Drain.wrap(cfg.origin(cfg.auth(cfg.bind(cfg.body(cfg.MCP))))))
-	return cfg.count(mux)
+	return cfg.count(cfg.deadline(mux))
+}
+
+// deadline bounds reading every request before it is authenticated: a
+// client that declares a body and never sends it, or sends it slowly, holds
+// its connection for BodyTimeout at most. auth lifts it for a caller with
+// a token (body sets its own for the body, and a response may stream for
+// as long as its call runs). http.Server.ReadTimeout would cut large
+// uploads and SSE streams instead.
+func (cfg Config) deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cfg.BodyTimeout > 0 {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(cfg.BodyTimeout))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// closing makes a refusal's response the connection's last, and ends its
+// reading at once: after the handler, net/http reads the rest of a declared
+// body it did not consume (up to 256 KiB, even when the response says
+// Connection: close), from a client that may never send it.
+func closing(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // count counts every response by code class.
@@ -97,6 +121,7 @@ func (cfg Config) origin(next http.Handler) http.Handler {
 			return
 		}
 		cfg.Log.Info().Str("remote", r.RemoteAddr).Msg("request refused: Origin not allowed")
+		closing(w)
 		http.Error(w, "forbidden: Origin not allowed; start bridge serve with --allowed-origin for this origin", http.StatusForbidden)
 	})
 }
@@ -134,6 +159,11 @@ func (cfg Config) auth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(actors.WithPrincipal(r.Context(), Anonymous)))
 			return
 		}
+		// The deadline of the unauthenticated read ends with a good token.
+		authed := func(principal string) {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+			next.ServeHTTP(w, r.WithContext(actors.WithPrincipal(r.Context(), principal)))
+		}
 		token, ok := bearer(r.Header.Get("Authorization"))
 		principal := ""
 		if ok {
@@ -148,10 +178,11 @@ func (cfg Config) auth(next http.Handler) http.Handler {
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
 			cfg.Log.Info().Str("remote", r.RemoteAddr).Bool("tokenSent", token != "").Msg("request refused: unauthorized")
+			closing(w)
 			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(actors.WithPrincipal(r.Context(), principal)))
+		authed(principal)
 	})
 }
 
@@ -173,6 +204,7 @@ func (cfg Config) bind(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
 		if id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {
+			closing(w)
 			// mcp-go would mint an id for a GET without one, bound to
 			// nothing; the stream it opens belongs to a session.
 			writeRPCError(w, http.StatusBadRequest, -32600,
@@ -180,6 +212,7 @@ func (cfg Config) bind(next http.Handler) http.Handler {
 			return
 		}
 		if id != "" && !cfg.Bindings.Owns(actors.PrincipalFrom(r.Context()), id) {
+			closing(w)
 			writeRPCError(w, http.StatusNotFound, -32001,
 				"unknown MCP session id (it ended, the bridge restarted, or it is not yours): send initialize without Mcp-Session-Id to start a new session")
 			return
@@ -201,7 +234,7 @@ func (cfg Config) body(next http.Handler) http.Handler {
 		// read the rest of the body before answering, from a client that
 		// is stalled or still sending megabytes.
 		refuse := func(status int, msg string) {
-			w.Header().Set("Connection", "close")
+			closing(w)
 			writeRPCError(w, status, -32600, msg)
 		}
 		tooLarge := fmt.Sprintf("request body over %d bytes (MCP_BRIDGE_MAX_FRAME_BYTES + 64 KiB); send less code", cfg.MaxBody)

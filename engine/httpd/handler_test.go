@@ -1,11 +1,8 @@
 package httpd
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -213,22 +210,11 @@ func TestHandlerReadyz(t *testing.T) {
 // connection (the deadline is the connection's).
 func TestHandlerBodyDeadline(t *testing.T) {
 	h := testHandler(t, true)
-	inner := h
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { inner.ServeHTTP(w, r) }))
+	srv := httptest.NewServer(h)
 	defer srv.Close()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	start := time.Now()
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-alice\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no response to a stalled body: %v", err)
-	}
-	resp.Body.Close()
+	resp, _ := rawRequest(t, srv.Listener.Addr().String(),
+		"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-alice\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
 	if resp.StatusCode != http.StatusRequestTimeout {
 		t.Errorf("stalled body: %d, want 408", resp.StatusCode)
 	}
