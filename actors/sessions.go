@@ -252,14 +252,18 @@ func (m *Sessions) get(ctx context.Context, name string) (*Session, error) {
 		ls.touch()
 		return ls.s, nil
 	}
-	// A new session only ever evicts the caller's own idle sessions: one
-	// principal can never end another's.
+	// A new session evicts the caller's own idle sessions first. Only a
+	// principal with no live session may end another's: the least recently
+	// used idle one of the principal holding the most, so one principal
+	// cannot keep every other out.
 	principal, _ := splitKey(name)
-	if principal != "" && m.PerPrincipal > 0 && m.countOf(principal) >= m.PerPrincipal && !m.evictOne(ctx, principal) {
-		return nil, fmt.Errorf("Too many sessions for principal %s (MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL=%d); reuse a session name or wait", principal, m.PerPrincipal)
+	if principal != "" && m.PerPrincipal > 0 && m.countOf(principal) >= m.PerPrincipal && !m.evictOne(ctx, principal, stoppedEvicted) {
+		return nil, fmt.Errorf("Too many sessions for principal %s, all busy (MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL=%d): reuse a session name, "+
+			"or retry when a call ends; the bridge's operator can raise MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", principal, m.PerPrincipal)
 	}
-	if m.live.Len() >= m.max && !m.evictOne(ctx, principal) {
-		return nil, fmt.Errorf("Too many sessions (MCP_BRIDGE_MAX_SESSIONS=%d); reuse a session name or wait", m.max)
+	if m.live.Len() >= m.max && !m.evictOne(ctx, principal, stoppedEvicted) && !m.evictForNewcomer(ctx, principal) {
+		return nil, fmt.Errorf("Too many sessions, all busy (MCP_BRIDGE_MAX_SESSIONS=%d): retry when a call ends; "+
+			"the bridge's operator can raise MCP_BRIDGE_MAX_SESSIONS", m.max)
 	}
 	s := NewSession(name, m.cfg, m, m.idle, m.lost[name])
 	delete(m.lost, name)
@@ -280,9 +284,42 @@ func (m *Sessions) countOf(principal string) int {
 	return n
 }
 
-// evictOne ends principal's least recently used idle session; false if all
-// of them are busy.
-func (m *Sessions) evictOne(ctx context.Context, principal string) bool {
+// evictForNewcomer lets a principal with no live session (not the
+// anonymous caller of stdio) end the least recently used idle session of
+// the principal holding the most, trying the next when all of one's are
+// busy; false when none could be ended.
+func (m *Sessions) evictForNewcomer(ctx context.Context, principal string) bool {
+	if principal == "" || m.countOf(principal) > 0 {
+		return false
+	}
+	held := map[string]int{}
+	m.live.Each(func(k string, _ *liveSession) {
+		if p, _ := splitKey(k); p != "" {
+			held[p]++
+		}
+	})
+	holders := make([]string, 0, len(held))
+	for p := range held {
+		holders = append(holders, p)
+	}
+	sort.Slice(holders, func(i, j int) bool {
+		if held[holders[i]] != held[holders[j]] {
+			return held[holders[i]] > held[holders[j]]
+		}
+		return holders[i] < holders[j]
+	})
+	why := fmt.Sprintf("evicted while idle, so that another principal could start its first session (MCP_BRIDGE_MAX_SESSIONS=%d)", m.max)
+	for _, p := range holders {
+		if m.evictOne(ctx, p, why) {
+			return true
+		}
+	}
+	return false
+}
+
+// evictOne ends principal's least recently used idle session, whose next
+// result reports the loss as reason; false if all of them are busy.
+func (m *Sessions) evictOne(ctx context.Context, principal, reason string) bool {
 	type candidate struct {
 		name string
 		ls   *liveSession
@@ -308,8 +345,8 @@ func (m *Sessions) evictOne(ctx context.Context, principal string) bool {
 		if err := m.live.Remove(n); err != nil {
 			m.log.Warn().Err(err).Str("session", n).Msg("could not remove an evicted session")
 		}
-		m.lost[n] = "evicted"
-		m.log.Info().Str("session", n).Msg("evicted the least recently used idle session")
+		m.lost[n] = reason
+		m.log.Info().Str("session", n).Str("reason", reason).Msg("evicted the least recently used idle session")
 		return true
 	}
 	return false
