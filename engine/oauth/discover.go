@@ -158,6 +158,24 @@ func secureURL(what, raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// challengeURL checks the resource_metadata a 401 challenge names: https,
+// or plain http at exactly the origin (scheme, host and port) of the
+// configured server, so a challenge cannot send the bridge over plain http
+// to another service of the machine. The authorization server that the
+// metadata names may sit on another loopback port (as the conformance
+// suite's does): the metadata comes from the configured server's own
+// origin, which the operator chose.
+func challengeURL(raw string, server *url.URL) error {
+	u, err := secureURL("resource_metadata", raw)
+	if err != nil {
+		return err
+	}
+	if u.Scheme == "http" && !sameOrigin(u, server) {
+		return fmt.Errorf("resource_metadata %q must be an https URL: plain http is allowed only at the server's own origin %s", raw, origin(server))
+	}
+	return nil
+}
+
 // discoverResource finds the protected resource metadata of the server at
 // serverURL: the challenge's resource_metadata, then the path-based and
 // root well-known locations. nil without any (an older server whose
@@ -165,7 +183,7 @@ func secureURL(what, raw string) (*url.URL, error) {
 func discoverResource(ctx context.Context, hc *http.Client, serverURL *url.URL, ch challenge) (*resourceMeta, error) {
 	var candidates []string
 	if ch.ResourceMetadata != "" {
-		if _, err := secureURL("resource_metadata", ch.ResourceMetadata); err != nil {
+		if err := challengeURL(ch.ResourceMetadata, serverURL); err != nil {
 			return nil, err
 		}
 		candidates = append(candidates, ch.ResourceMetadata)

@@ -1,12 +1,14 @@
 package oauth
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -225,5 +227,41 @@ func TestRejectedTokenRefreshedOnce(t *testing.T) {
 	}
 	if got, _ := tr.Store.Load("mine", tr.Canonical()); got.AccessToken != "new" || got.RefreshToken != "r1" {
 		t.Errorf("stored after refresh: token rotated=%v, refresh kept=%v", got.AccessToken == "new", got.RefreshToken == "r1")
+	}
+}
+
+// TestPlainHTTPOnlyAtServerOrigin: a challenge's resource_metadata may be
+// plain http only at the configured server's exact origin on loopback
+// (issue 36): one that names another loopback port is refused before
+// anything is fetched from it.
+func TestPlainHTTPOnlyAtServerOrigin(t *testing.T) {
+	server, _ := url.Parse("http://127.0.0.1:5000/mcp")
+	for _, tc := range []struct {
+		raw  string
+		want string // "" for allowed, else part of the error
+	}{
+		{"http://127.0.0.1:5000/.well-known/oauth-protected-resource/mcp", ""},
+		{"https://auth.example.com/.well-known/oauth-protected-resource", ""},
+		{"http://127.0.0.1:5001/.well-known/oauth-protected-resource", "plain http is allowed only at the server's own origin http://127.0.0.1:5000"},
+		{"http://localhost:5000/.well-known/oauth-protected-resource", "plain http is allowed only at the server's own origin"},
+		{"http://auth.example.com/.well-known/oauth-protected-resource", "must be an https URL"},
+	} {
+		err := challengeURL(tc.raw, server)
+		if got := err; (tc.want == "") != (got == nil) || (got != nil && !strings.Contains(got.Error(), tc.want)) {
+			t.Errorf("challengeURL(%s): got %v, want %q", tc.raw, got, tc.want)
+		}
+	}
+
+	var fetched atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched.Add(1)
+		fmt.Fprint(w, `{"authorization_servers":["http://127.0.0.1:1"]}`)
+	}))
+	defer other.Close()
+	f := newFakeAuth(t, "read")
+	serverURL, _ := url.Parse(f.srv.URL + "/mcp")
+	_, err := discoverResource(t.Context(), f.srv.Client(), serverURL, challenge{ResourceMetadata: other.URL + "/.well-known/oauth-protected-resource"})
+	if err == nil || !strings.Contains(err.Error(), "only at the server's own origin") || fetched.Load() != 0 {
+		t.Errorf("resource_metadata on another loopback port: err %v, fetched %d times; want a refusal and no fetch", err, fetched.Load())
 	}
 }
