@@ -175,7 +175,7 @@ func (j jobSink) approvals(ctx context.Context) (*approvals, error) {
 // approvalForm is the form of one gated call: one required field without
 // a default, so a client that auto-accepts empty forms cannot approve it.
 func approvalForm(server, tool string, args json.RawMessage) mcp.ElicitationRequest {
-	preview := clip(string(args), maxPreview)
+	preview := argsPreview(args, maxPreview)
 	msg := printable.String(fmt.Sprintf("Approve the tool call %s.%s?\nArguments: %s\n"+
 		"once: this call only; run: %s.%s for the rest of this run_python call; deny: refuse it (nothing is sent to %s).",
 		server, tool, preview, server, tool, server))
