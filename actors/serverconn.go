@@ -263,6 +263,11 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 	}
 	if err != nil {
 		conn.close() // whatever started before the failure
+		// An SSE server's stream is opened here: a sign-in it needs (or a
+		// stored token it refused) names its fix, as for initialize.
+		if se := asSignIn(err); se != nil {
+			return nil, nil, se
+		}
 		return nil, nil, c.startError(err.Error(), "error withheld", "(none)")
 	}
 	// The bridge answers the server's requests itself (relay.go): mcp-go's

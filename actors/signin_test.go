@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -100,4 +102,24 @@ func TestClientSignsInThroughTheCall(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestDialSignInNamesFix: a sign-in needed to open the connection itself
+// (an SSE server's stream) fails the start with the sign-in's line, not
+// "failed to start … last stderr: (none)" (issue 36).
+func TestDialSignInNamesFix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		deps := &ClientDeps{StartTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, Store: noStore{}, OnTools: func(string, string, []ToolInfo) {}, Log: zerolog.Nop(),
+			dial: func(context.Context, *serverConn) error { return fmt.Errorf("failed to connect to SSE stream: %w", needsSignIn{}) }}
+		c := NewClient(ServerSpec{Name: "pipe", Type: "sse", Hash: "p"}, deps)
+		sup := quietSupervisor("signin-test")
+		sup.Add(c)
+		sctx, cancel := context.WithCancel(context.Background())
+		errc := sup.ServeBackground(sctx)
+		defer func() { cancel(); <-errc }()
+		_, err := c.Ready(context.Background())
+		if err == nil || !errors.As(err, new(needsSignIn)) || strings.Contains(err.Error(), "failed to start") {
+			t.Errorf("Ready: %v, want the sign-in error naming the fix", err)
+		}
+	})
 }

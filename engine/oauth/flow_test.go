@@ -293,3 +293,20 @@ func TestSignInOutlivesDeadlineNotCancel(t *testing.T) {
 		t.Errorf("cancelled sign-in: err %v after %v", err, time.Since(start))
 	}
 }
+
+// TestRefusedStoredToken: a stored token the server no longer accepts,
+// with no one to sign in, fails naming that it was signed in and was
+// refused, and the command that signs in again (issue 36: auth status said
+// signed in while the start failed with no reason).
+func TestRefusedStoredToken(t *testing.T) {
+	f := newFakeAuth(t, "read")
+	tr := newTestTransport(t, f, nil)
+	if err := tr.Store.Save(&Record{Server: "srv", Resource: canonical(tr.URL), AccessToken: "revoked", Scope: "read"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := post(t, tr, `{}`)
+	want := "Server 'srv' needs sign-in again (it was signed in, and the server refused its token: revoked, or expired on its side): run: bridge auth login srv"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}

@@ -204,8 +204,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if t.UI == nil || (t.UI.Can != nil && !t.UI.Can(req.Context())) {
 			why := ""
-			if stepUp {
+			switch {
+			case stepUp:
 				why = " with more scope"
+			case rec != nil:
+				// bridge auth status still says signed in: say what changed.
+				why = " again (it was signed in, and the server refused its token: revoked, or expired on its side)"
 			}
 			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why}
 		}
