@@ -2,6 +2,8 @@ package actors
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -124,4 +126,75 @@ func (p *Policy) WithPrincipals(rules map[string]PrincipalRules) error {
 		p.Principals[name] = pp
 	}
 	return nil
+}
+
+// Summary says what the policy holds in one line for bridge doctor: how
+// many servers and principals have rules, the approvals in force (the
+// rules a team lead most needs to see), and the cap on tool calls.
+func (p *Policy) Summary() string {
+	if p == nil {
+		return "no rules"
+	}
+	parts := []string{fmt.Sprintf("rules for %d server%s", len(p.Servers), plural(len(p.Servers)))}
+	if n := len(p.Principals); n > 0 {
+		parts[0] += fmt.Sprintf(" and %d principal%s", n, plural(n))
+	}
+	gates := p.gates("")
+	names := make([]string, 0, len(p.Principals))
+	for name := range p.Principals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		gates = append(gates, p.Principals[name].gates("principal "+name+": ")...)
+	}
+	if len(gates) == 0 {
+		parts = append(parts, "no call needs approval")
+	} else {
+		parts = append(parts, "approval asked for "+strings.Join(gates, ", "))
+	}
+	if p.MaxCalls > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d tool calls per execution", p.MaxCalls))
+	} else {
+		parts = append(parts, "no cap on tool calls per execution")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// gates lists p's approval rules, each prefixed: server.pattern for an
+// approve rule, and the destructive tools of the servers approveDestructive
+// covers.
+func (p *Policy) gates(prefix string) []string {
+	var out []string
+	servers := make([]string, 0, len(p.Servers))
+	for s := range p.Servers {
+		servers = append(servers, s)
+	}
+	sort.Strings(servers)
+	for _, s := range servers {
+		for _, pat := range p.Servers[s].Approve {
+			out = append(out, prefix+s+"."+pat)
+		}
+	}
+	var on, off []string // servers whose own approveDestructive differs from the top level's
+	for _, s := range servers {
+		if ad := p.Servers[s].ApproveDestructive; ad != nil && *ad != p.ApproveDestructive {
+			if *ad {
+				on = append(on, s)
+			} else {
+				off = append(off, s)
+			}
+		}
+	}
+	if p.ApproveDestructive {
+		except := ""
+		if len(off) > 0 {
+			except = ", except on " + strings.Join(off, ", ")
+		}
+		out = append(out, prefix+"destructive tools (approveDestructive"+except+")")
+	}
+	for _, s := range on {
+		out = append(out, prefix+"destructive tools of "+s+" (approveDestructive)")
+	}
+	return out
 }

@@ -283,3 +283,28 @@ func TestPrincipalRulesEveryKey(t *testing.T) {
 		t.Error("an ungranted server: tool call or resources allowed to bob")
 	}
 }
+
+// TestPolicySummary: doctor's policy line names the approvals in force, at
+// both levels, with the counts in words.
+func TestPolicySummary(t *testing.T) {
+	off := false
+	p, err := NewPolicy("bridge.policy", 0, map[string]ServerPolicy{
+		"memory": {Approve: []string{"create_*", "delete_*"}},
+		"fs":     {ApproveDestructive: &off},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ApproveDestructive = true
+	_ = p.WithPrincipals(map[string]PrincipalRules{"bob": {MaxCalls: 3, Servers: map[string]ServerPolicy{"gh": {Approve: []string{"merge"}}}}})
+	got := p.Summary()
+	want := "rules for 2 servers and 1 principal; approval asked for memory.create_*, memory.delete_*, destructive tools (approveDestructive, except on fs), " +
+		"principal bob: gh.merge; no cap on tool calls per execution"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	none, _ := NewPolicy("bridge.policy", 5, map[string]ServerPolicy{"x": {Deny: []string{"*"}}})
+	if got, want := none.Summary(), "rules for 1 server; no call needs approval; at most 5 tool calls per execution"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

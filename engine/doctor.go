@@ -73,7 +73,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	case pol.Err != nil:
 		add("FAIL", "policy", "%s: %v; every tool call is refused until it is fixed", pol.Source, pol.Err)
 	default:
-		add("OK", "policy", "%s: rules for %d servers, %d tool calls per execution at most (0: no cap)", pol.Source, len(pol.Servers), pol.MaxCalls)
+		add("OK", "policy", "%s: %s", pol.Source, pol.Summary())
 	}
 
 	specs := e.withAuth(set, specsFrom(set, e.getenv))
