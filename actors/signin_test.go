@@ -110,7 +110,9 @@ func TestClientSignsInThroughTheCall(t *testing.T) {
 func TestDialSignInNamesFix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		deps := &ClientDeps{StartTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, Store: noStore{}, OnTools: func(string, string, []ToolInfo) {}, Log: zerolog.Nop(),
-			dial: func(context.Context, *serverConn) error { return fmt.Errorf("failed to connect to SSE stream: %w", needsSignIn{}) }}
+			dial: func(context.Context, *serverConn) error {
+				return fmt.Errorf("failed to connect to SSE stream: %w", needsSignIn{})
+			}}
 		c := NewClient(ServerSpec{Name: "pipe", Type: "sse", Hash: "p"}, deps)
 		sup := quietSupervisor("signin-test")
 		sup.Add(c)
