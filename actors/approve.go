@@ -230,11 +230,7 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool, rule st
 		case asks != nil && asks.decisions.Add(1) > maxLoggedDecisions:
 			ev = r.Log.Debug()
 		}
-		if scope.Principal != "" {
-			ev = ev.Str("principal", scope.Principal)
-		}
-		ev.Str("server", server).Str("tool", printable.Log(tool)).Str("session", scope.Session).
-			Int64("call", scope.Call).Str("decision", decision).Msg("approval")
+		scope.log(ev).Str("server", server).Str("tool", printable.Log(tool)).Str("decision", decision).Msg("approval")
 	}
 	if scope.human != nil {
 		var err error

@@ -417,7 +417,7 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	if err := cat.policy.CheckFor(scope.Principal, p.Server, p.Tool); err != nil {
 		if firstRefusal(scope) {
-			r.Log.Warn().Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Str("session", scope.Session).Int64("call", scope.Call).Msg(printable.Log(err.Error()))
+			scope.log(r.Log.Warn()).Str("server", p.Server).Str("tool", printable.Log(p.Tool)).Msg(printable.Log(err.Error()))
 		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
 	}

@@ -56,7 +56,7 @@ func (r *Router) countCall(cat *Catalog, scope Scope, server, what string) error
 	}
 	msg := fmt.Sprintf("Tool call limit of %d per execution reached (maxToolCallsPerExecution in %s)", max, cat.policy.Source)
 	if firstRefusal(scope) {
-		r.Log.Warn().Str("server", server).Str("tool", printable.Log(what)).Str("session", scope.Session).Int64("call", scope.Call).Msg(msg)
+		scope.log(r.Log.Warn()).Str("server", server).Str("tool", printable.Log(what)).Msg(msg)
 	}
 	return LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, msg)
 }
@@ -70,7 +70,7 @@ func (r *Router) resourceServer(cat *Catalog, scope Scope, server, what string) 
 	}
 	if err := cat.policy.ResourcesAllowedFor(scope.Principal, server); err != nil {
 		if firstRefusal(scope) {
-			r.Log.Warn().Str("server", server).Str("session", scope.Session).Int64("call", scope.Call).Msg(printable.Log(err.Error()))
+			scope.log(r.Log.Warn()).Str("server", server).Msg(printable.Log(err.Error()))
 		}
 		return nil, LinkError(protocol.CodeNotAvailable, protocol.KindNotAvailable, err.Error())
 	}

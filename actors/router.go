@@ -44,6 +44,16 @@ type Scope struct {
 	human humanSource
 }
 
+// log adds the call's session, call number and principal (under bridge
+// serve: every principal's default session is "default") to ev.
+func (s Scope) log(ev *zerolog.Event) *zerolog.Event {
+	ev = ev.Str("session", s.Session).Int64("call", s.Call)
+	if s.Principal != "" {
+		ev = ev.Str("principal", s.Principal)
+	}
+	return ev
+}
+
 // RequestRouter serves box→host requests (list, docs, search, call_tool).
 type RequestRouter interface {
 	ServeSandbox(ctx context.Context, scope Scope, method string, params json.RawMessage) (any, error)
