@@ -51,6 +51,9 @@ type approvals struct {
 	paused  atomic.Int64 // nanoseconds spent waiting for answers
 	// decisions counts the call's logged decisions (maxLoggedDecisions).
 	decisions atomic.Int64
+	// relayed counts the upstream elicitations put to the human in this
+	// call (relay.go: MaxInputRounds).
+	relayed atomic.Int32
 }
 
 // maxLoggedDecisions bounds the approval decisions of one call logged at

@@ -11,10 +11,13 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -336,10 +339,13 @@ func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, wh
 	if base == nil {
 		base = context.WithoutCancel(ctx)
 	}
-	res, ok := ic.ask(base, s.relayBound, what, func(ctx context.Context, asks *approvals) (any, string, error) {
+	res, err := ic.ask(base, s.relayBound, what, func(ctx context.Context, asks *approvals) (any, string, error) {
 		return f(ctx, ic, asks, raw)
 	})
-	if !ok {
+	if ref := (*relayRefusal)(nil); errors.As(err, &ref) {
+		return transport.NewJSONRPCErrorResponse(req.ID, ref.code, ref.msg, nil), nil
+	}
+	if err != nil {
 		return declined(req.ID, what)
 	}
 	out, err := json.Marshal(res)
@@ -349,18 +355,32 @@ func (s *serverConn) relay(ctx context.Context, req transport.JSONRPCRequest, wh
 	return transport.NewJSONRPCResultResponse(req.ID, out), nil
 }
 
+// relayRefusal is a question the bridge does not put to the human at
+// all: the server gets an error with code and msg (one line, saying why),
+// not the decline that stands for a human's answer or absence.
+type relayRefusal struct {
+	code int
+	msg  string
+}
+
+func (r *relayRefusal) Error() string { return r.msg }
+
+// errNotAsked is why a question had no answer when no client could be asked.
+var errNotAsked = errors.New("no client could be asked")
+
 // ask puts a question of the inner call ic to its human through f, within
 // bound (<= 0: DefaultApprovalTimeout) and the life of base and of the
-// call; the wait is not the cell's time. ok is false when there was no
-// answer: no human, or an error, each noted on the call's result.
-func (ic *innerCall) ask(base context.Context, bound time.Duration, what string, f func(context.Context, *approvals) (any, string, error)) (res any, ok bool) {
+// call; the wait is not the cell's time. The error is non-nil when there
+// was no answer: no human, a refusal (*relayRefusal), or a failure, each
+// noted on the call's result.
+func (ic *innerCall) ask(base context.Context, bound time.Duration, what string, f func(context.Context, *approvals) (any, string, error)) (any, error) {
 	var asks *approvals
 	if ic.src != nil {
 		asks = ic.src.current()
 	}
 	if asks == nil || asks.human == nil {
 		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and no client could be asked; it was declined", ic.server, ic.tool, what))
-		return nil, false
+		return nil, errNotAsked
 	}
 	if bound <= 0 {
 		bound = DefaultApprovalTimeout
@@ -383,11 +403,15 @@ func (ic *innerCall) ask(base context.Context, bound time.Duration, what string,
 	if note != "" {
 		ic.note(note)
 	}
+	if ref := (*relayRefusal)(nil); errors.As(err, &ref) {
+		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and the bridge refused it: %s", ic.server, ic.tool, what, ref.msg))
+		return nil, err
+	}
 	if err != nil {
 		ic.note(fmt.Sprintf("%s.%s asked for input (%s), and the question failed: %s; it was declined", ic.server, ic.tool, what, printable.String(clip(err.Error(), 200))))
-		return nil, false
+		return nil, err
 	}
-	return res, true
+	return res, nil
 }
 
 // RelayInput asks the human of the inner call of ctx (the context
@@ -401,13 +425,13 @@ func RelayInput(ctx context.Context, bound time.Duration, p mcp.ElicitationParam
 	if ic == nil {
 		return decline
 	}
-	res, ok := ic.ask(ctx, bound, "elicitation", func(ctx context.Context, asks *approvals) (any, string, error) {
+	res, err := ic.ask(ctx, bound, "elicitation", func(ctx context.Context, asks *approvals) (any, string, error) {
 		return relayElicitation(ctx, ic, asks, p)
 	})
-	if r, is := res.(*mcp.ElicitationResult); ok && is {
+	if r, is := res.(*mcp.ElicitationResult); err == nil && is {
 		return r
 	}
-	return decline
+	return decline // a task's question has no error to answer it with
 }
 
 // declined is a decline for an elicitation; sampling has no decline, so
@@ -438,8 +462,11 @@ func (s *serverConn) relayElicitationRaw(ctx context.Context, ic *innerCall, ask
 }
 
 // relayElicitation passes a form (or, when the human's client declared it,
-// a URL) request on as it is, its message prefixed with the server and
-// tool it comes from; a mode the client did not declare is declined.
+// a URL) request on, its message cleaned (relayedMessage) and prefixed
+// with the server and tool it comes from; a mode the client did not
+// declare is declined. A form that reuses the field of the bridge's own
+// approval form, and any question past MaxInputRounds in the call, are
+// refused before the human sees them.
 func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp.ElicitationParams) (any, string, error) {
 	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
 	caps := asks.human.Caps()
@@ -450,11 +477,25 @@ func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp
 		}
 		return decline, fmt.Sprintf("%s.%s asked for input in %s mode, which your MCP client did not declare; it was declined", ic.server, ic.tool, printable.String(clip(mode, 32))), nil
 	}
+	if imitatesApproval(p.RequestedSchema) {
+		return nil, "", &relayRefusal{code: mcp.INVALID_PARAMS, msg: "the form reuses the field of the bridge's approval form (decision: once, run or deny), so it was not shown to the user"}
+	}
+	// The cap of the input_required rounds (heldCall.ask) holds for a
+	// legacy client too, whose questions go out as elicitation/create with
+	// nothing else to bound them: a server that asks in a loop would
+	// otherwise reach the person without end. Counted for every client
+	// (a 2026-07-28 client's rounds are capped as well), before the person
+	// is reached. The count stops growing at the cap (give or take the
+	// questions racing to it), so it cannot wrap however often a server
+	// asks past it.
+	if asks.relayed.Load() >= MaxInputRounds || asks.relayed.Add(1) > MaxInputRounds {
+		return nil, "", &relayRefusal{code: mcp.INVALID_REQUEST, msg: fmt.Sprintf("this run_python call already put %d questions from MCP servers to the user, the cap; this one was not relayed", MaxInputRounds)}
+	}
 	who := ic.server // a start's sign-in belongs to no tool
 	if ic.tool != "" {
 		who += "." + ic.tool
 	}
-	p.Message = fmt.Sprintf("%s asks: %s", who, p.Message)
+	p.Message = relayedMessage(who, p.Message)
 	p.Meta = nil
 	res, err := asks.human.Elicit(ctx, mcp.ElicitationRequest{Params: p})
 	if err != nil {
@@ -463,6 +504,168 @@ func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp
 	return res, "", nil
 }
 
+// maxRelayedMessage bounds an upstream's elicitation message as relayed,
+// in bytes, the "…" that marks a cut included.
+const maxRelayedMessage = 1000
+
+// relayedMessage is an upstream's elicitation message as the person sees
+// it: "who asks: " and the message cleaned (cleanMessage) and cut to
+// maxRelayedMessage. The message cannot push the prefix out of sight
+// (leading blank lines, a carriage return, a terminal escape) nor run on
+// for pages, so who, the server and tool, is on the first visible line and
+// a form cannot pass for one of the bridge's own. who is on one line: a
+// tool's name is the server's to choose.
+func relayedMessage(who, msg string) string {
+	who = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", " ").Replace(printable.Log(who))
+	msg = cleanMessage(msg)
+	if len(msg) > maxRelayedMessage {
+		const mark = "…"
+		cut := maxRelayedMessage - len(mark)
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = strings.TrimRightFunc(msg[:cut], unicode.IsSpace) + mark
+	}
+	if msg == "" {
+		return who + " asks:"
+	}
+	return who + " asks: " + msg
+}
+
+// cleanMessage drops what could hide or reorder text from s: C0 and C1
+// controls, DEL and the bidirectional controls (printable.String's set),
+// and bytes that are not UTF-8 (as U+FFFD). A line break (\n, \r\n, \r,
+// NEL, U+2028, U+2029) becomes \n and a tab a space. Leading and trailing
+// blank space goes, and each run of blank lines, invisible characters
+// counted as blank, becomes one blank line.
+func cleanMessage(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\r\n", "\n")
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == 0x85 || r == 0x2028 || r == 0x2029:
+			b.WriteByte('\n')
+		case r == '\t':
+			b.WriteByte(' ')
+		case r < 0x20 || r >= 0x7f && r <= 0x9f || isBidiControl(r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	lines := strings.Split(b.String(), "\n")
+	out := make([]string, 0, len(lines))
+	gap := false // a blank line is due before the next line with text
+	for _, l := range lines {
+		if strings.TrimFunc(l, invisible) == "" {
+			gap = len(out) > 0
+			continue
+		}
+		if gap {
+			out = append(out, "")
+			gap = false
+		}
+		out = append(out, l)
+	}
+	return strings.TrimRightFunc(strings.TrimLeftFunc(strings.Join(out, "\n"), invisible), unicode.IsSpace)
+}
+
+// invisible reports whether r shows nothing: white space, a format
+// character (zero-width space, BOM, joiners) or another default-ignorable
+// one (Hangul fillers).
+func invisible(r rune) bool {
+	return unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// isBidiControl reports whether r is one of Unicode's explicit
+// bidirectional formatting characters, the set printable.String escapes:
+// they reorder what a reader sees.
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// imitatesApproval reports whether a form's requestedSchema reuses the
+// field of the bridge's approval form (approvalForm): a property named
+// decision (any case) that offers once, run or deny. Such a form, relayed,
+// would pass for the bridge's own question, and a person used to
+// answering "run" there would answer it here. A schema that does not
+// encode is refused too (it came from JSON, so it always does).
+func imitatesApproval(schema any) bool {
+	if schema == nil {
+		return false
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return true
+	}
+	var s struct {
+		Properties map[string]any `json:"properties"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return false // not an object schema: nothing a client renders as a field
+	}
+	for name, prop := range s.Properties {
+		if strings.EqualFold(strings.TrimSpace(name), "decision") && offersDecision(prop) {
+			return true
+		}
+	}
+	return false
+}
+
+// offersDecision reports whether the schema v offers once, run or deny as
+// a choice, at any depth: in an enum, or as a const (titled enums' oneOf
+// and anyOf, an array's items).
+func offersDecision(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			switch k {
+			case "enum":
+				if choices, ok := x.([]any); ok {
+					for _, c := range choices {
+						if isDecision(c) {
+							return true
+						}
+					}
+				}
+			case "const":
+				if isDecision(x) {
+					return true
+				}
+			default:
+				if offersDecision(x) {
+					return true
+				}
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if offersDecision(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isDecision(v any) bool {
+	s, _ := v.(string)
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case decisionOnce, decisionRun, decisionDeny:
+		return true
+	}
+	return false
+}
+
+// maxSamplingMessages bounds the messages of a relayed sampling request:
+// the sum of their JSON sizes, in bytes. They go to the human's model, on
+// the human's account.
+const maxSamplingMessages = 64 << 10
+
+// relaySampling passes a sampling request on with its system prompt
+// prefixed by the server it comes from (samplingPrompt), so the human's
+// client and model see whose request it is; messages over
+// maxSamplingMessages are refused.
 func (s *serverConn) relaySampling(ctx context.Context, ic *innerCall, asks *approvals, raw json.RawMessage) (any, string, error) {
 	if !asks.human.Caps().Sampling {
 		return nil, "", fmt.Errorf("your MCP client did not declare sampling")
@@ -471,16 +674,37 @@ func (s *serverConn) relaySampling(ctx context.Context, ic *innerCall, asks *app
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, "", fmt.Errorf("invalid sampling/createMessage params: %w", err)
 	}
+	size := 0
 	for i := range p.Messages {
 		content, err := mcp.ParseSamplingContent(p.Messages[i].Content)
 		if err != nil {
 			return nil, "", fmt.Errorf("sampling message %d: %w", i, err)
 		}
 		p.Messages[i].Content = content
+		b, err := json.Marshal(p.Messages[i])
+		if err != nil {
+			return nil, "", fmt.Errorf("sampling message %d: %w", i, err)
+		}
+		size += len(b)
 	}
+	if size > maxSamplingMessages {
+		return nil, "", &relayRefusal{code: mcp.INVALID_PARAMS, msg: fmt.Sprintf("the sampling messages are %d bytes of JSON, over the bridge's cap of %d (64 KiB); they were not relayed", size, maxSamplingMessages)}
+	}
+	p.SystemPrompt = samplingPrompt(s.name, p.SystemPrompt)
 	res, err := asks.human.Sample(ctx, mcp.CreateMessageRequest{CreateMessageParams: p})
 	if err != nil {
 		return nil, "", err
 	}
 	return res, "", nil
+}
+
+// samplingPrompt is the system prompt of a sampling request of server:
+// prompt, named as the server's; a request without one gets one that
+// names the server.
+func samplingPrompt(server, prompt string) string {
+	tag := fmt.Sprintf("[Request from MCP server '%s' through the bridge]", printable.Log(server))
+	if strings.TrimSpace(prompt) == "" {
+		return tag
+	}
+	return tag + " " + prompt
 }
