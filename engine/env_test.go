@@ -65,6 +65,7 @@ func defaultEnv() Env {
 		Link:                    "auto",
 		MaxSessionsPerPrincipal: 8,
 		MaxCallsPerPrincipal:    4,
+		MaxConnsPerAddr:         64,
 		Kube:                    KubeEnv{PullPolicy: "IfNotPresent", WarmPool: 1},
 	}
 }
@@ -366,7 +367,8 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_LOG_FORMAT":                 "yaml",
 		"MCP_BRIDGE_LINK":                       "pipe",
 		"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": "0", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL": "x",
-		"MCP_BRIDGE_K8S_NAMESPACE": "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
+		"MCP_BRIDGE_MAX_CONNS_PER_ADDR": "-1",
+		"MCP_BRIDGE_K8S_NAMESPACE":      "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
 		"MCP_BRIDGE_K8S_RUNTIME_CLASS": "g_visor", "MCP_BRIDGE_K8S_NODE_NAME": "node 1", "MCP_BRIDGE_K8S_SECCOMP_PROFILE": "/abs/profile.json",
 	}
 	for _, name := range EnvVars {

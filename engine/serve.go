@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ type HTTPOptions struct {
 	DrainTimeout   time.Duration // how long SIGTERM waits for calls before interrupting them
 	AllowedOrigins []string
 	InsecureNoAuth bool // no tokens file: loopback only
+	// MetricsPrincipals may read /metrics, and no other principal; none:
+	// every principal may.
+	MetricsPrincipals []string
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: under Kubernetes'
@@ -65,6 +69,11 @@ func CheckListen(opts HTTPOptions, tokensFile string) error {
 	if err != nil {
 		return fmt.Errorf("serve: --listen %q: want HOST:PORT, e.g. 127.0.0.1:8080", opts.Listen)
 	}
+	for _, p := range opts.MetricsPrincipals {
+		if !httpd.ValidPrincipal(p) {
+			return fmt.Errorf("serve: --metrics-principal %q: a principal is 1-64 characters from A-Z a-z 0-9 _ . - (not . or ..)", p)
+		}
+	}
 	switch {
 	case tokensFile != "" && opts.InsecureNoAuth:
 		return errors.New("serve: --insecure-no-auth and MCP_BRIDGE_TOKENS_FILE are both set; choose one")
@@ -77,6 +86,22 @@ func CheckListen(opts HTTPOptions, tokensFile string) error {
 		return errors.New("serve: --tls-cert and --tls-key go together; give both or neither")
 	}
 	return nil
+}
+
+// unknownMetricsPrincipals are the --metrics-principal values no caller
+// has yet: not in the tokens file, or not "anonymous" without one.
+func unknownMetricsPrincipals(want []string, tokens *httpd.Reloaded[httpd.TokenSet]) []string {
+	have := []string{httpd.Anonymous}
+	if tokens != nil {
+		have = tokens.Get().Principals()
+	}
+	var out []string
+	for _, p := range want {
+		if !slices.Contains(have, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func isLoopback(host string) bool {
@@ -102,6 +127,9 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		if tokens, err = loadTokens(e.Env.TokensFile, hlog); err != nil {
 			return err
 		}
+	}
+	for _, p := range unknownMetricsPrincipals(opts.MetricsPrincipals, tokens) {
+		hlog.Warn().Str("principal", p).Msg("--metrics-principal names a principal the tokens file does not list: /metrics refuses it until the file does")
 	}
 	var cert *httpd.Reloaded[tlsCertificate]
 	if opts.TLSCert != "" {
@@ -134,7 +162,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	ready := newReadiness(e)
 	host, _, _ := net.SplitHostPort(opts.Listen)
 	handler := httpd.Handler(httpd.Config{
-		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins,
+		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins, MetricsPrincipals: opts.MetricsPrincipals,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
 		Ready: ready.ok, Drain: drain,

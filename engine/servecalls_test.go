@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/engine/httpd"
 )
 
 // TestCallGate: a principal's calls beyond its cap wait in turn, each
@@ -77,6 +82,9 @@ func TestCheckListen(t *testing.T) {
 		{HTTPOptions{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, "/t", "choose one"},
 		{HTTPOptions{Listen: "8080"}, "/t", "want HOST:PORT"},
 		{HTTPOptions{Listen: ":8080", TLSCert: "c"}, "/t", "go together"},
+		{HTTPOptions{Listen: ":8080", MetricsPrincipals: []string{"prometheus", "ops.team-1"}}, "/t", ""},
+		{HTTPOptions{Listen: ":8080", MetricsPrincipals: []string{"prom/etheus"}}, "/t", `--metrics-principal "prom/etheus"`},
+		{HTTPOptions{Listen: ":8080", MetricsPrincipals: []string{".."}}, "/t", "--metrics-principal"},
 	} {
 		err := CheckListen(c.opts, c.tokens)
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
@@ -295,4 +303,78 @@ func TestCallGateLongCalls(t *testing.T) {
 			f()
 		}
 	})
+}
+
+// TestServeTokensRevoked: bridge serve's tokens (loadTokens) are revoked
+// when the file is emptied, or deleted for two checks, with one warning;
+// a file back with tokens is taken again.
+func TestServeTokensRevoked(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		revoke func(path string) error
+		checks int
+	}{
+		{"emptied", func(p string) error { return os.WriteFile(p, []byte("\n# none\n"), 0o600) }, 1},
+		{"deleted", os.Remove, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "tokens")
+			if err := os.WriteFile(p, []byte("alice t1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var logs strings.Builder
+			tokens, err := loadTokens(p, zerolog.New(&logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.revoke(p); err != nil {
+				t.Fatal(err)
+			}
+			for range c.checks {
+				tokens.Check()
+			}
+			if got, _ := tokens.Get().Lookup("t1"); got != "" {
+				t.Errorf("after %s: t1 -> %q, want revoked", c.name, got)
+			}
+			if got := strings.Count(logs.String(), `"level":"warn"`); got != 1 {
+				t.Errorf("warn lines = %d, want 1:\n%s", got, logs.String())
+			}
+			if err := os.WriteFile(p, []byte("alice t2\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tokens.Check()
+			if got, _ := tokens.Get().Lookup("t2"); got != "alice" {
+				t.Errorf("written again: t2 -> %q, want alice", got)
+			}
+		})
+	}
+}
+
+// TestUnknownMetricsPrincipals: bridge serve warns of a --metrics-principal
+// that no caller has.
+func TestUnknownMetricsPrincipals(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(p, []byte("alice t1\nprometheus t2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := loadTokens(p, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		flags  []string
+		tokens *httpd.Reloaded[httpd.TokenSet]
+		want   []string
+	}{
+		{"none", nil, tokens, nil},
+		{"listed", []string{"prometheus", "alice"}, tokens, nil},
+		{"not listed", []string{"prometheus", "grafana"}, tokens, []string{"grafana"}},
+		{"no auth, anonymous", []string{"anonymous"}, nil, nil},
+		{"no auth, a name", []string{"prometheus"}, nil, []string{"prometheus"}},
+	} {
+		if got := unknownMetricsPrincipals(c.flags, c.tokens); !slices.Equal(got, c.want) {
+			t.Errorf("%s: unknownMetricsPrincipals(%q) = %q, want %q", c.name, c.flags, got, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/engine"
 	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/httpd"
 	"github.com/bridge-mcp/bridge/engine/kube"
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
@@ -20,6 +21,9 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	ns := fs.String("namespace", "bridge", "`NAMESPACE` of the bridge and its sandbox pods (manifests)")
 	bridgeImage := fs.String("image", "bridge:latest", "the bridge's own `IMAGE` (manifests)")
 	sandboxImage := fs.String("sandbox-image", engine.DefaultImage, "the sandbox `IMAGE` (manifests)")
+	var metricsPrincipals stringList
+	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens Secret that may read /metrics, passed to bridge serve; "+
+		"repeatable (manifests; default "+kube.DefaultMetricsPrincipal+")")
 	switch {
 	case len(args) == 0:
 		return m.usage("kubernetes: want a subcommand: manifests or seccomp (bridge kubernetes --help)")
@@ -40,6 +44,11 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 		_, _ = m.Stdout.Write(append(container.SeccompProfile(), '\n'))
 		return 0
 	}
-	fmt.Fprint(m.Stdout, kube.Manifests(*ns, *bridgeImage, *sandboxImage))
+	for _, p := range metricsPrincipals {
+		if !httpd.ValidPrincipal(p) {
+			return m.usage("kubernetes manifests: --metrics-principal %q: a principal is 1-64 characters from A-Z a-z 0-9 _ . - (not . or ..)", p)
+		}
+	}
+	fmt.Fprint(m.Stdout, kube.Manifests(*ns, *bridgeImage, *sandboxImage, metricsPrincipals...))
 	return 0
 }

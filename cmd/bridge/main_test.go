@@ -46,6 +46,9 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"help", "exec", "run"}, nil, 2, "", `bridge: help: want at most one COMMAND`},
 		{[]string{"run"}, map[string]string{"MCP_BRIDGE_PIDS": "3"}, 2, "", `bridge: invalid MCP_BRIDGE_PIDS="3": want an integer from 8 to`},
 		{[]string{"exec", "--timeout", "x", "1"}, nil, 2, "", `bridge: exec: invalid value "x" for --timeout: want an integer (bridge exec --help)`},
+		{[]string{"serve", "--metrics-principal", "a/b"}, nil, 2, "", `bridge: serve: --metrics-principal "a/b": a principal is 1-64 characters`},
+		{[]string{"kubernetes", "manifests", "--metrics-principal", "a: b"}, nil, 2, "", `bridge: kubernetes manifests: --metrics-principal "a: b": a principal is`},
+		{[]string{"kubernetes", "manifests", "--metrics-principal", "ops"}, nil, 0, "# The bridge in a cluster", ""},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
@@ -79,13 +82,15 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	flags := map[string][]string{
-		"run":     {"--watch"},
-		"exec":    {"--servers NAMES", "--session NAME", "--timeout SECONDS", "--output MODE", "(CODE | -)"},
-		"doctor":  {"--json", "--server NAME"},
-		"image":   {"--method METHOD", "--tag TAG", "--suite SUITE", "--mirror URL"},
-		"bench":   {"--quick", "--samples N", "--out DIR", "--npm-dir DIR"},
-		"version": {},
-		"help":    {},
+		"run":        {"--watch"},
+		"exec":       {"--servers NAMES", "--session NAME", "--timeout SECONDS", "--output MODE", "(CODE | -)"},
+		"doctor":     {"--json", "--server NAME"},
+		"image":      {"--method METHOD", "--tag TAG", "--suite SUITE", "--mirror URL"},
+		"bench":      {"--quick", "--samples N", "--out DIR", "--npm-dir DIR"},
+		"serve":      {"--metrics-principal PRINCIPAL", "/metrics", "403"},
+		"kubernetes": {"--metrics-principal PRINCIPAL"},
+		"version":    {},
+		"help":       {},
 	}
 	for _, c := range commands {
 		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
@@ -134,6 +139,26 @@ func TestStatusLine(t *testing.T) {
 	} {
 		if got := statusLine(tc.res); got != tc.want {
 			t.Errorf("statusLine(%+v) = %q, want %q", tc.res, got, tc.want)
+		}
+	}
+}
+
+// TestKubernetesManifestsMetricsPrincipal: the manifests' Deployment
+// passes bridge serve the --metrics-principal given to the manifests
+// command, or "prometheus".
+func TestKubernetesManifestsMetricsPrincipal(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"kubernetes", "manifests"}, `args: [serve, --listen, "0.0.0.0:8080", --metrics-principal, "prometheus"]`},
+		{[]string{"kubernetes", "manifests", "--metrics-principal", "ops", "--metrics-principal", "graf"},
+			`args: [serve, --listen, "0.0.0.0:8080", --metrics-principal, "ops", --metrics-principal, "graf"]`},
+	} {
+		var out, errb bytes.Buffer
+		m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		if code := m.Run(context.Background(), c.args); code != 0 || !strings.Contains(out.String(), c.want) {
+			t.Errorf("Run(%q) = %d, stderr %q; want 0 and a line %q in:\n%s", c.args, code, errb.String(), c.want, out.String())
 		}
 	}
 }

@@ -30,6 +30,9 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 	noAuth := fs.Bool("insecure-no-auth", false, "serve without tokens (loopback --listen only)")
 	var origins stringList
 	fs.Var(&origins, "allowed-origin", "a browser `ORIGIN` (https://host:port) allowed besides loopback and the listen host; repeatable")
+	var metricsPrincipals stringList
+	fs.Var(&metricsPrincipals, "metrics-principal", "a `PRINCIPAL` that may read /metrics (its series name every principal); repeatable; any other principal gets 403. "+
+		"Not given: every principal may read it. Under --insecure-no-auth the principal is \"anonymous\"")
 	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
 	if _, code, ok := m.parse("serve", fs, args, 0); !ok {
 		return code
@@ -39,7 +42,7 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		return 2
 	}
 	opts := engine.HTTPOptions{Listen: *listen, TLSCert: *cert, TLSKey: *key, DrainTimeout: *drain,
-		AllowedOrigins: origins, InsecureNoAuth: *noAuth}
+		AllowedOrigins: origins, InsecureNoAuth: *noAuth, MetricsPrincipals: metricsPrincipals}
 	if err := engine.CheckListen(opts, env.TokensFile); err != nil {
 		return m.usage("%v", err)
 	}

@@ -27,6 +27,9 @@ type Config struct {
 	// AllowedOrigins are the --allowed-origin values, as origins
 	// (scheme://host[:port]) or bare hosts.
 	AllowedOrigins []string
+	// MetricsPrincipals are the --metrics-principal values: the only
+	// principals that may read /metrics. None: every principal may.
+	MetricsPrincipals []string
 	// MaxBody caps a request body (the frame cap + 64 KiB): a body above
 	// it gets 413 before mcp-go reads any of it.
 	MaxBody int64
@@ -49,7 +52,8 @@ const Anonymous = "anonymous"
 
 // Handler is the mux of bridge serve: /healthz and /readyz without auth,
 // /metrics and /mcp with it, and a 404 for OAuth discovery, so a client
-// that probes for OAuth falls back to the bearer token it was given.
+// that probes for OAuth falls back to the bearer token it was given. Every
+// endpoint has the Origin and Host checks (guard).
 func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -72,9 +76,9 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-protected-resource/", notFound)
 	mux.HandleFunc("/.well-known/oauth-authorization-server", notFound)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
-	mux.Handle("/metrics", cfg.auth(cfg.Metrics.Handler()))
-	mux.Handle("/mcp", cfg.Drain.wrap(cfg.origin(cfg.auth(cfg.bind(cfg.body(cfg.MCP))))))
-	return cfg.count(cfg.deadline(mux))
+	mux.Handle("/metrics", cfg.auth(cfg.metricsAuth(cfg.Metrics.Handler())))
+	mux.Handle("/mcp", cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(cfg.MCP)))))
+	return cfg.count(cfg.deadline(cfg.guard(mux)))
 }
 
 // deadline bounds reading every request before it is authenticated: a
@@ -101,9 +105,15 @@ func closing(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
-// count counts every response by code class.
+// count counts every response by code class, but the health probes': a
+// kubelet's every few seconds, and /readyz's 503 while starting or
+// draining, would read as traffic and server errors.
 func (cfg Config) count(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		cfg.Metrics.HTTP(sw.code())

@@ -24,6 +24,14 @@ const testMaxBody = 4096
 // HTTP server whose one tool answers with the caller's principal.
 func testHandler(t testing.TB, ready bool, origins ...string) http.Handler {
 	t.Helper()
+	cfg, _ := testConfig(t, ready, origins...)
+	return Handler(cfg)
+}
+
+// testConfig is testHandler's Config, and the path of its tokens file
+// (alice tok-alice, bob tok-bob).
+func testConfig(t testing.TB, ready bool, origins ...string) (Config, string) {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(p, []byte("alice tok-alice\nbob tok-bob\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -40,11 +48,11 @@ func testHandler(t testing.TB, ready bool, origins ...string) http.Handler {
 		return mcp.NewToolResultText(actors.PrincipalFrom(ctx)), nil
 	})
 	b := NewBindings()
-	return Handler(Config{
+	return Config{
 		ListenHost: "bridge.example.com", Tokens: tokens, AllowedOrigins: origins, MaxBody: testMaxBody, BodyTimeout: 300 * time.Millisecond,
 		MCP:      server.NewStreamableHTTPServer(mcpSrv, server.WithSessionIdManagerResolver(b.Resolver())),
 		Bindings: b, Ready: func() bool { return ready }, Drain: &Drain{}, Metrics: NewMetrics(), Log: zerolog.Nop(),
-	})
+	}, p
 }
 
 type reqOpt func(*http.Request)

@@ -47,7 +47,7 @@ func NewMetrics() *Metrics {
 		Name: "bridge_proxied_calls_total", Help: "Tool calls proxied to configured MCP servers, by server.",
 	}, []string{"server"})
 	m.http = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bridge_http_requests_total", Help: "HTTP requests by response code class (refusals included).",
+		Name: "bridge_http_requests_total", Help: "HTTP requests by response code class (refusals included; the /healthz and /readyz probes not).",
 	}, []string{"code"})
 	m.reg.MustRegister(m.calls, m.errors, m.latency, m.sessions, m.inflight, m.proxied, m.http,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

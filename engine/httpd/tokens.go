@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"strings"
@@ -118,22 +119,40 @@ func ParseTokens(data []byte) (*TokenSet, error) {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	if len(set.entries) == 0 {
-		return nil, errors.New("tokens: the file lists no tokens; write one \"principal token\" per line")
+		return nil, ErrNoTokens
 	}
 	return set, nil
 }
 
+// ErrNoTokens is ParseTokens' error for a file that lists no token: empty,
+// or blank lines and comments only.
+var ErrNoTokens = errors.New("tokens: the file lists no tokens; write one \"principal token\" per line")
+
 // LoadTokens reads and parses path; others is true when the file's mode
-// lets anyone but its owner read it (group or world).
+// lets anyone but its owner read it (group or world). A missing file or
+// one that lists no tokens is an error made with Revoke: at start-up it
+// is an error like any other, but a Reloaded that meets it while serving
+// revokes every token (an operator empties or deletes the file to do so),
+// where a malformed file keeps the previous set.
 func LoadTokens(path string) (set *TokenSet, others bool, err error) {
+	readErr := func(err error) error {
+		err = fmt.Errorf("tokens: %w", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return Revoke(err)
+		}
+		return err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("tokens: %w", err)
+		return nil, false, readErr(err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("tokens: %w", err)
+		return nil, false, readErr(err)
 	}
 	set, err = ParseTokens(data)
+	if errors.Is(err, ErrNoTokens) {
+		err = Revoke(err)
+	}
 	return set, st.Mode().Perm()&0o044 != 0, err
 }

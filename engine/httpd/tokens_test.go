@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,17 +70,7 @@ func TestLoadTokensOthersReadable(t *testing.T) {
 // next valid file is taken.
 func TestReloadKeepsOldSetOnError(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "tokens")
-	write := func(s string) {
-		t.Helper()
-		// A new inode each time, as an editor or a secret update does.
-		tmp := p + ".new"
-		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(s string) { replaceFile(t, p, s) }
 	write("alice t1\n")
 	var logs strings.Builder
 	log := zerolog.New(&logs)
@@ -111,5 +102,106 @@ func TestReloadKeepsOldSetOnError(t *testing.T) {
 	r.Check()
 	if got, _ := r.Get().Lookup("t3"); got != "bob" {
 		t.Fatalf("after a fix, t3 -> %q, want bob", got)
+	}
+}
+
+// TestReloadRevokesEmptiedOrDeletedTokens: while serving, a tokens file
+// that lists no token, or is missing at two checks in a row, revokes every
+// token with one warning; missing at one check only (an editor's
+// delete-then-write) revokes nothing, and a malformed file keeps the
+// previous set.
+func TestReloadRevokesEmptiedOrDeletedTokens(t *testing.T) {
+	const (
+		check = "check"
+		del   = "delete"
+	)
+	for _, c := range []struct {
+		name  string
+		steps []string // check, delete, or the file's new content
+		token string
+		want  string // the token's principal after the steps; "" revoked
+		warns int
+	}{
+		{"emptied", []string{"", check}, "t1", "", 1},
+		{"comments only", []string{"# nobody for now\n\n", check, check}, "t1", "", 1},
+		{"deleted at two checks", []string{del, check, check, check}, "t1", "", 1},
+		{"deleted at one check", []string{del, check}, "t1", "alice", 0},
+		{"deleted then written", []string{del, check, "bob t2\n", check, check}, "t2", "bob", 0},
+		{"emptied then deleted", []string{"", check, del, check, check}, "t1", "", 1},
+		{"emptied then filled", []string{"", check, "bob t2\n", check}, "t2", "bob", 1},
+		{"deleted then written at two checks", []string{del, check, check, "bob t2\n", check}, "t2", "bob", 1},
+		{"malformed", []string{"alice\n", check, check}, "t1", "alice", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "tokens")
+			write := func(s string) { replaceFile(t, p, s) }
+			write("alice t1\n")
+			var logs strings.Builder
+			r, err := NewReloaded("tokens", []string{p}, func() (*TokenSet, error) {
+				s, _, err := LoadTokens(p)
+				return s, err
+			}, zerolog.New(&logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range c.steps {
+				switch s {
+				case check:
+					r.Check()
+				case del:
+					if err := os.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					write(s)
+				}
+			}
+			if got, _ := r.Get().Lookup(c.token); got != c.want {
+				t.Errorf("Lookup(%s) = %q, want %q", c.token, got, c.want)
+			}
+			if got := strings.Count(logs.String(), `"level":"warn"`); got != c.warns {
+				t.Errorf("warn lines = %d, want %d:\n%s", got, c.warns, logs.String())
+			}
+			if c.want == "" && r.Get().Len() != 0 {
+				t.Errorf("revoked set has %d tokens, want 0", r.Get().Len())
+			}
+		})
+	}
+}
+
+// TestLoadTokensEmptyOrMissingAtStart: at start-up an empty or missing
+// tokens file is still an error (bridge serve exits 2 on it).
+func TestLoadTokensEmptyOrMissingAtStart(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, path, want string }{
+		{"empty", empty, "lists no tokens"},
+		{"missing", filepath.Join(dir, "missing"), "no such file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewReloaded("tokens", []string{c.path}, func() (*TokenSet, error) {
+				s, _, err := LoadTokens(c.path)
+				return s, err
+			}, zerolog.Nop())
+			if got := fmt.Sprint(err); !strings.Contains(got, c.want) {
+				t.Errorf("NewReloaded = %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// replaceFile writes s to p through a new inode, as an editor or a secret
+// update does.
+func replaceFile(t *testing.T, p, s string) {
+	t.Helper()
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
 	}
 }

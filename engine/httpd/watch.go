@@ -2,7 +2,9 @@ package httpd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +25,28 @@ type Reloaded[T any] struct {
 	what  string
 	cur   atomic.Pointer[T]
 	stamp string
+	// gone counts the checks in a row whose load found a file missing
+	// and revoked (Revoke); revoked is set while the value is the zero T.
+	gone    int
+	revoked bool
+}
+
+// Revoke marks a load error as "there is nothing to serve now" rather than
+// "the new content is bad": a file emptied, or deleted (fs.ErrNotExist),
+// which an operator does to take every value back. Check then holds the
+// zero T instead of keeping the previous value. A deleted file revokes
+// only once it is missing at two checks in a row: an editor's
+// delete-then-write leaves it missing for one at most. The error's text is
+// unchanged; the first load's error is returned as ever.
+func Revoke(err error) error { return revokeError{err} }
+
+type revokeError struct{ error }
+
+func (e revokeError) Unwrap() error { return e.error }
+
+func revokes(err error) bool {
+	var r revokeError
+	return errors.As(err, &r)
 }
 
 // NewReloaded loads the value once; the error is the first load's.
@@ -56,20 +80,42 @@ func (r *Reloaded[T]) Run(ctx context.Context, interval time.Duration) {
 
 // Check reloads when a file changed since the last check. An invalid new
 // content keeps the old value and is logged once, until the files change
-// again.
+// again. A load error made with Revoke replaces the value with the zero T,
+// logged once (warn); when the file is missing, only at the second check
+// in a row that finds it so.
 func (r *Reloaded[T]) Check() {
 	stamp := r.fingerprint()
-	if stamp == r.stamp {
+	// gone == 1: the file was missing at the last check; look again even
+	// if nothing changed since.
+	if stamp == r.stamp && r.gone != 1 {
 		return
 	}
 	r.stamp = stamp
 	v, err := r.load()
-	if err != nil {
+	switch {
+	case err == nil:
+		r.gone, r.revoked = 0, false
+		r.cur.Store(v)
+		r.log.Info().Str("what", r.what).Msg(r.what + " reloaded")
+	case !revokes(err):
+		r.gone = 0
 		r.log.Error().Err(err).Str("what", r.what).Msg("reload failed; keeping the previous " + r.what)
-		return
+	case errors.Is(err, fs.ErrNotExist) && r.gone == 0:
+		r.gone = 1
+		r.log.Debug().Err(err).Str("what", r.what).Msg(r.what + " file missing; revoked if still missing at the next check")
+	default:
+		if errors.Is(err, fs.ErrNotExist) {
+			r.gone = 2
+		} else {
+			r.gone = 0
+		}
+		if r.revoked {
+			return
+		}
+		r.revoked = true
+		r.cur.Store(new(T))
+		r.log.Warn().Err(err).Str("what", r.what).Msg(r.what + " revoked: the file is empty or missing, so none is valid until it is written again")
 	}
-	r.cur.Store(v)
-	r.log.Info().Str("what", r.what).Msg(r.what + " reloaded")
 }
 
 func (r *Reloaded[T]) fingerprint() string {
