@@ -13,6 +13,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/httpd"
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
@@ -42,6 +43,8 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		os.Remove(f.Name())
 		add("OK", "state dir", "%s is writable", filepath.Join(e.Env.StateDir, ".bridge"))
 	}
+
+	e.doctorTokens(add)
 
 	set := config.Load(e.configOptions())
 	var absent []string
@@ -253,4 +256,27 @@ func serverCheck(name, what string, tools []actors.ToolInfo) Check {
 		return Check{"OK", name, detail}
 	}
 	return Check{"WARN", name, detail + "; " + actors.SkipSummary(skipped) + "; its other tools work"}
+}
+
+// doctorTokens checks bridge serve's tokens file, when one is set: that it
+// parses (the line at fault otherwise), that only its owner may read it,
+// and that no token is short enough to guess.
+func (e *Engine) doctorTokens(add func(string, string, string, ...any)) {
+	path := e.Env.TokensFile
+	if path == "" {
+		return
+	}
+	set, others, err := httpd.LoadTokens(path)
+	if err != nil {
+		add("FAIL", "tokens", "%s: %v (MCP_BRIDGE_TOKENS_FILE)", path, err)
+		return
+	}
+	if others {
+		add("WARN", "tokens", "%s can be read by other users: `chmod 600 %s`", path, path)
+	}
+	if len(set.Short) > 0 {
+		add("WARN", "tokens", "the tokens of %s are under %d characters, short enough to guess: make new ones with `openssl rand -hex 32`",
+			strings.Join(set.Short, ", "), httpd.MinTokenLength)
+	}
+	add("OK", "tokens", "%s: %d tokens, for %s", path, set.Len(), strings.Join(set.Principals(), ", "))
 }

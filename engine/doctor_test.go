@@ -96,3 +96,40 @@ func TestDoctorNotLoaded(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorTokens: doctor checks bridge serve's tokens file: the line at
+// fault of one that does not parse, a mode others can read, short tokens.
+func TestDoctorTokens(t *testing.T) {
+	long := strings.Repeat("k", 40)
+	for _, tc := range []struct {
+		name, file string
+		mode       os.FileMode
+		want       []string
+	}{
+		{"good", "alice " + long + "\nbob " + long + "x\n", 0o600, []string{"OK   tokens: FILE: 2 tokens, for alice, bob"}},
+		{"wrong separator", "alice:" + long + "\n", 0o600, []string{`FAIL tokens: FILE: tokens: line 1: want "principal token" separated by a space, not ':' (e.g. alice abc) (MCP_BRIDGE_TOKENS_FILE)`}},
+		{"readable and short", "alice abc\nbob " + long + "\n", 0o644, []string{
+			"WARN tokens: FILE can be read by other users: `chmod 600 FILE`",
+			"WARN tokens: the tokens of alice are under 32 characters, short enough to guess: make new ones with `openssl rand -hex 32`",
+			"OK   tokens: FILE: 2 tokens, for alice, bob"}},
+	} {
+		path := filepath.Join(t.TempDir(), "tokens")
+		if err := os.WriteFile(path, []byte(tc.file), tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		e := &Engine{Env: Env{TokensFile: path}}
+		var got []string
+		e.doctorTokens(func(status, name, format string, a ...any) {
+			got = append(got, strings.ReplaceAll(fmt.Sprintf("%-4s %s: %s", status, name, fmt.Sprintf(format, a...)), path, "FILE"))
+		})
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+		if strings.Contains(strings.Join(got, ""), long) {
+			t.Errorf("%s: a token in doctor's output", tc.name)
+		}
+	}
+}

@@ -36,7 +36,14 @@ func ValidPrincipal(name string) bool {
 // so neither a token's length nor its prefix leaks through timing.
 type TokenSet struct {
 	entries []tokenEntry
+	// Short names the principals whose token is under MinTokenLength
+	// characters: accepted, and named by bridge doctor.
+	Short []string
 }
+
+// MinTokenLength is the shortest token bridge doctor does not warn about:
+// 32 characters of `openssl rand -hex 16` carry 128 bits.
+const MinTokenLength = 32
 
 type tokenEntry struct {
 	digest    [sha256.Size]byte
@@ -98,6 +105,10 @@ func ParseTokens(data []byte) (*TokenSet, error) {
 		}
 		fields := strings.Fields(line)
 		switch {
+		case len(fields) == 1 && strings.ContainsAny(fields[0], ":=,;"):
+			// "alice:abc" is a principal and a token with the wrong
+			// separator, not a bad principal name.
+			return nil, fmt.Errorf("tokens: line %d: want \"principal token\" separated by a space, not %q (e.g. alice abc)", n, fields[0][strings.IndexAny(fields[0], ":=,;")])
 		case !ValidPrincipal(fields[0]):
 			return nil, fmt.Errorf("tokens: line %d: principal must be 1-64 characters from A-Z a-z 0-9 _ . - (not . or ..)", n)
 		case len(fields) == 1:
@@ -114,6 +125,9 @@ func ParseTokens(data []byte) (*TokenSet, error) {
 		}
 		owner[d] = fields[0]
 		set.entries = append(set.entries, tokenEntry{digest: d, principal: fields[0]})
+		if len(fields[1]) < MinTokenLength {
+			set.Short = append(set.Short, fields[0])
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)

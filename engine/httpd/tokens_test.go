@@ -36,6 +36,8 @@ func TestParseTokensInvalid(t *testing.T) {
 		{"dot principal", ".. t1\n", "line 1: principal must be"},
 		{"long principal", strings.Repeat("a", 65) + " t1\n", "line 1: principal must be"},
 		{"no tokens", "# nobody\n", "lists no tokens"},
+		{"colon separator", "alice:t1\n", `line 1: want "principal token" separated by a space, not ':'`},
+		{"equals separator", "alice=t1\n", `separated by a space, not '='`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseTokens([]byte(c.file))
