@@ -285,11 +285,10 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 			out[i] = protocol.Server{Name: n, Alias: aliases[len(aliases)-1], Tools: []protocol.Tool{}, Error: errs[i].Error()}
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// It builds the proxies from the server's tools, on a
-			// goroutine no other recover reaches.
+		ready := func() {
+			// It builds the proxies from the server's tools under its own
+			// recover: with several servers it runs on a goroutine no
+			// other recover reaches.
 			defer guard(r.Log, "the tools of server "+n, func(any) {
 				errs[i] = fmt.Errorf("server '%s' could not be loaded: %w", n, errInternal)
 				out[i] = protocol.Server{Name: n, Alias: s.Spec.Alias, Tools: []protocol.Tool{}, Error: errs[i].Error()}
@@ -303,6 +302,15 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 			out[i] = s.protocolServer() // the disk catalog's tools, if any
 			out[i].Error = errs[i].Error()
 			out[i].SignIn = asSignIn(err) != nil
+		}
+		if len(names) == 1 { // the usual grant: no goroutine to wait for
+			ready()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ready()
 		}()
 	}
 	wg.Wait()

@@ -93,9 +93,16 @@ def _begin_call(params):
     # Objects, as the reference gives, but only these three keys: the
     # variable is inherited by subprocesses, and a large one makes every
     # exec fail with E2BIG.
-    os.environ["MCP_AVAILABLE_SERVERS"] = json.dumps(
-        [{"name": s["name"], "alias": s["alias"], "description": s.get("description") or ""} for s in servers])
-    os.environ["MCP_DISCOVERED_SERVERS"] = json.dumps(list(params.get("discovered") or ()))
+    _setenv("MCP_AVAILABLE_SERVERS", json.dumps(
+        [{"name": s["name"], "alias": s["alias"], "description": s.get("description") or ""} for s in servers]))
+    _setenv("MCP_DISCOVERED_SERVERS", json.dumps(list(params.get("discovered") or ())))
+
+
+def _setenv(name, value):
+    """Sets an environment variable unless it already holds value: each
+    set is a putenv, and the same grant comes call after call."""
+    if os.environ.get(name) != value:
+        os.environ[name] = value
 
 
 def _server_entry(srv):
