@@ -81,6 +81,17 @@
 //	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine;
 //	          no message to the router)
 //
+// Router.Resolve builds each granted server's entry for the sandbox once
+// per tool list (grants.go), with a digest of its content, and each
+// sandbox mirrors the entries its worker keeps (those of the exec frame
+// before), so a frame names a kept entry by digest alone. A worker that
+// lacks one answers CodeStaleServers before it runs anything, and the
+// Session sends the frame again in full.
+//
+// The policy (policy.go, policyprincipal.go) is read-mostly state in the
+// catalog: each call reads the top level's rules and its principal's, and
+// every key of the principal's can only narrow.
+//
 // A call_tool's arguments are checked on that goroutine before anything is
 // sent (CatalogServer.validate: names, then JSON Schema, a checker built
 // once per tool of the snapshot). It is the only check: the sandbox's
@@ -128,7 +139,9 @@
 //     one's is dead (Client.stopped).
 //     Client.removed is written by Servers (retire) and read by callers;
 //     serverConn.inflight is written by callers and read by Serve.
-//   - Sessions: the live sessions, the spare, the names' loss reasons.
+//   - Sessions: the live sessions, the spare, the names' loss reasons. A
+//     principal with no live session at the global cap may end the least
+//     recently used idle session of the principal holding the most.
 //   - Session: its sandbox, its call queue (callQueue: arrival order, one
 //     timer on the earliest deadline), its call counter, an unreported state
 //     loss. Its request channel is unbuffered: Serve answers every request
@@ -136,7 +149,8 @@
 //     receives no more; Exec, seeing done, hands its request to the
 //     replacement session (evicted) or answers it (shutdown).
 //   - sandbox: the active call (an atomic pointer, shared with the link's
-//     goroutines; its output under activeCall.mu).
+//     goroutines; its output under activeCall.mu), and the mirror of the
+//     server entries its worker keeps (keptEntries, under its own lock).
 //   - Discovery: the config stamp and the file watcher.
 //
 // Every goroutine an actor starts is waited for before its Serve returns.

@@ -64,15 +64,18 @@
 // servers: discovery, registration, PKCE, refresh, the token store; it
 // imports config).
 //
-// httpd is bridge serve's HTTP side (bearer tokens, the middleware in
-// front of mcp-go's streamable HTTP server, TLS reload, Prometheus
-// metrics); it imports actors for the principal a request carries, and
-// knows nothing of sessions or sandboxes.
+// httpd is bridge serve's HTTP side (bearer tokens and their revocation,
+// the middleware in front of mcp-go's streamable HTTP server: the Origin
+// and Host checks of every endpoint, the read deadline until a token is
+// checked, refusals that close their connection, the per-address cap on
+// connections; TLS reload, Prometheus metrics and who may read them); it
+// imports actors for the principal a request carries, and knows nothing of
+// sessions or sandboxes.
 //
 // Sandbox backends import actors (the interfaces they implement),
 // actors/childproc, entrypoint and owner, never the engine or each other:
 // container (the run argv with every confinement flag, runtime and OCI
-// runtime choice, seccomp profile, id maps, mounts, removal with a
+// runtime choice, seccomp profile, id maps, mounts and who writes them (Writer), removal with a
 // watchdog, the sweep of dead bridges' containers), kube (a Pod per
 // sandbox through client-go, its link over the API server's attach, a warm
 // pool, the Lease and the sweep of dead bridges' pods) and local.
