@@ -48,3 +48,43 @@ func TestServePolicyPrincipals(t *testing.T) {
 		}
 	}
 }
+
+// TestServePrincipalKeys: the keys of a principal's own rules hold for it
+// alone, on a real proxied server (issue 36): approve gates its calls
+// through the proxy and runtime.call_tool alike (a client without
+// elicitation is refused, naming the rule), resources false refuses its
+// resources, and its maxToolCallsPerExecution caps its calls; another
+// principal is untouched.
+func TestServePrincipalKeys(t *testing.T) {
+	env := withServers(t, map[string]any{"svc": fake()}, nil)
+	policy := filepath.Join(env["MCP_BRIDGE_CONFIG_DIR"], "bridge.policy")
+	if err := os.WriteFile(policy, []byte(`{"principals": {"bob": {"maxToolCallsPerExecution": 2,
+		"servers": {"svc": {"approve": ["add"], "resources": false}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
+	s := startServe(t, env)
+	alice, bob := s.mustClient(aliceToken), s.mustClient(bobToken)
+	gated := "Tool svc.add needs a human's approval (gated by approve in principals.bob.servers.svc of " + policy + ")"
+	for _, c := range []struct {
+		who, code, want string
+	}{
+		{"bob", "await mcp_svc.add(1, 2)", gated},
+		{"bob", `await runtime.call_tool("svc", "add", {"a": 1, "b": 2})`, gated},
+		{"bob", `await runtime.list_resources("svc")`, "Resources of server 'svc' are turned off by the policy"},
+		{"bob", "for i in range(3): await mcp_svc.counter()", "Tool call limit of 2 per execution reached"},
+		{"alice", "print(await mcp_svc.add(1, 2))", "{'sum': 3}"},
+		{"alice", `print(len(await runtime.list_resources("svc")) > 0)`, "True"},
+		{"alice", "for i in range(3): await mcp_svc.counter()\nprint('ok')", "ok"},
+	} {
+		c2 := alice
+		if c.who == "bob" {
+			c2 = bob
+		}
+		r := callHTTP(t, c2, map[string]any{"code": c.code, "servers": []string{"svc"}})
+		got := text(t, r)
+		if !strings.Contains(got, c.want) || (c.who == "alice") == r.IsError {
+			t.Errorf("%s: %s\n got: %s\nwant containing: %s", c.who, c.code, got, c.want)
+		}
+	}
+}
