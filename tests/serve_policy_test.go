@@ -51,8 +51,9 @@ func TestServePolicyPrincipals(t *testing.T) {
 
 // TestServePrincipalKeys: the keys of a principal's own rules hold for it
 // alone, on a real proxied server (issue 36): approve gates its calls
-// through the proxy and runtime.call_tool alike (a client without
-// elicitation is refused, naming the rule), resources false refuses its
+// through the proxy, runtime.call_tool, a job and a saved tool loaded by a
+// fresh container alike (a client without elicitation is refused, naming
+// the rule), resources false refuses its
 // resources, and its maxToolCallsPerExecution caps its calls; another
 // principal is untouched.
 func TestServePrincipalKeys(t *testing.T) {
@@ -71,6 +72,9 @@ func TestServePrincipalKeys(t *testing.T) {
 	}{
 		{"bob", "await mcp_svc.add(1, 2)", gated},
 		{"bob", `await runtime.call_tool("svc", "add", {"a": 1, "b": 2})`, gated},
+		{"bob", "job = runtime.start(mcp_svc.add(1, 2))\nprint(runtime.result(job, wait=30))", gated},
+		{"bob", "async def add3():\n    return await mcp_svc.add(1, 2)\nprint(save_tool(add3))\nruntime.reset()", "saved"},
+		{"bob", "await add3()", gated},
 		{"bob", `await runtime.list_resources("svc")`, "Resources of server 'svc' are turned off by the policy"},
 		{"bob", "for i in range(3): await mcp_svc.counter()", "Tool call limit of 2 per execution reached"},
 		{"alice", "print(await mcp_svc.add(1, 2))", "{'sum': 3}"},
@@ -83,7 +87,7 @@ func TestServePrincipalKeys(t *testing.T) {
 		}
 		r := callHTTP(t, c2, map[string]any{"code": c.code, "servers": []string{"svc"}})
 		got := text(t, r)
-		if !strings.Contains(got, c.want) || (c.who == "alice") == r.IsError {
+		if !strings.Contains(got, c.want) || (c.who == "alice" || c.want == "saved") == r.IsError {
 			t.Errorf("%s: %s\n got: %s\nwant containing: %s", c.who, c.code, got, c.want)
 		}
 	}
