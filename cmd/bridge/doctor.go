@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -17,6 +18,8 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the checks as JSON")
 	server := fs.String("server", "", "check only the server `NAME`")
+	tlsCert := fs.String("tls-cert", "", "also check bridge serve's certificate `FILE` (with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "also check bridge serve's key `FILE` (with --tls-cert)")
 	pos, code, ok := m.parse("doctor", fs, args, -1)
 	if !ok {
 		return code
@@ -24,12 +27,18 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 	if len(pos) > 0 {
 		return m.usage("doctor: unexpected argument %q: doctor takes no arguments; to check one server: bridge doctor --server %s", pos[0], pos[0])
 	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return m.usage("doctor: --tls-cert and --tls-key go together, as for bridge serve")
+	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
 	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.ErrorLevel)), m.Getenv, false)
 	checks := e.Doctor(ctx, *server)
+	if *tlsCert != "" {
+		checks = append(checks, engine.DoctorTLS(*tlsCert, *tlsKey, time.Now()))
+	}
 	failed := false
 	for _, c := range checks {
 		failed = failed || c.Status == "FAIL"
