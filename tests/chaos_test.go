@@ -293,7 +293,9 @@ func oldestContainer(t *testing.T, pid int) string {
 // TestChaosBadServers runs a server that hangs forever, one that
 // crash-loops at start, one that floods stdout with garbage and one that
 // writes a 10 MB line: each gets its bounded, clear error (or works), while
-// calls to a healthy server keep being answered.
+// calls to a healthy server keep being answered. The start timeout is 5 s:
+// reading past the 10 MB line took over 2 s under -race on a loaded
+// machine.
 func TestChaosBadServers(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, withServers(t, map[string]any{
@@ -303,7 +305,7 @@ func TestChaosBadServers(t *testing.T) {
 		"garbage": fake("--mode", "noise"),
 		"bigline": fake("--mode", "big-line"),
 		"flood":   fake("--mode", "stderr-flood"),
-	}, map[string]string{"MCP_BRIDGE_START_TIMEOUT": "2", "MCP_BRIDGE_LOG_LEVEL": "warn"}))
+	}, map[string]string{"MCP_BRIDGE_START_TIMEOUT": "5", "MCP_BRIDGE_LOG_LEVEL": "warn"}))
 	b.mustOK("await mcp_healthy.counter()", "healthy")
 	stop := make(chan struct{})
 	var healthyCalls, slow atomic.Int64
@@ -328,7 +330,7 @@ func TestChaosBadServers(t *testing.T) {
 			}
 			healthyCalls.Add(1)
 			// Not a timing assertion: a call blocked behind a broken server
-			// would wait for its start timeout (2 s) or forever.
+			// would wait for its start timeout (5 s) or forever.
 			if time.Since(start) > 1500*time.Millisecond {
 				slow.Add(1)
 			}
@@ -336,7 +338,7 @@ func TestChaosBadServers(t *testing.T) {
 	}()
 	for i := 0; i < 3; i++ {
 		r := b.call(map[string]any{"code": "1", "servers": []string{"hang"}, "session": "bad"})
-		if got := text(t, r); !strings.Contains(got, "note: server 'hang' did not answer initialize within 2s (MCP_BRIDGE_START_TIMEOUT); its tools raise MCPError") {
+		if got := text(t, r); !strings.Contains(got, "note: server 'hang' did not answer initialize within 5s (MCP_BRIDGE_START_TIMEOUT); its tools raise MCPError") {
 			t.Errorf("hang: %q", got)
 		}
 		r = b.call(map[string]any{"code": "1", "servers": []string{"loop"}, "session": "bad"})
