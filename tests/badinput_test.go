@@ -489,6 +489,7 @@ var badEnvValues = map[string][]string{
 
 	"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": {"0", "513", "x"},
 	"MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL":    {"0", "513", "x"},
+	"MCP_BRIDGE_MAX_CONNS_PER_ADDR":         {"-1", "65537", "x"},
 
 	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
 	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},

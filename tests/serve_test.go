@@ -309,8 +309,9 @@ func TestServeLimits(t *testing.T) {
 }
 
 // TestServeGlobalCap: at MCP_BRIDGE_MAX_SESSIONS a principal's new session
-// evicts only its own idle session; a principal with none to evict is
-// refused, and nobody else's session is touched.
+// evicts its own idle session; only a principal with no session ends
+// another's (the least recently used idle one of the principal holding the
+// most), whose next result says why.
 func TestServeGlobalCap(t *testing.T) {
 	const carolToken = "tok-carol-0b3e"
 	tokens := writeTokens(t, "alice "+aliceToken, "bob "+bobToken, "carol "+carolToken)
@@ -318,18 +319,31 @@ func TestServeGlobalCap(t *testing.T) {
 	alice, bob, carol := s.mustClient(aliceToken), s.mustClient(bobToken), s.mustClient(carolToken)
 	callHTTP(t, alice, map[string]any{"code": "v = 'alice'"})
 	callHTTP(t, bob, map[string]any{"code": "v = 'bob'"})
+	// alice at the cap ends her own idle session, never bob's.
 	if r := callHTTP(t, alice, map[string]any{"session": "second", "code": "print(1)"}); r.IsError {
 		t.Fatalf("alice's second session: %q", text(t, r))
 	}
-	r := callHTTP(t, carol, map[string]any{"code": "print(1)"})
-	if got := text(t, r); !r.IsError || !strings.Contains(got, "MCP_BRIDGE_MAX_SESSIONS=2") {
-		t.Errorf("carol at the cap: %q, want too many sessions", got)
+	if r := callHTTP(t, bob, map[string]any{"code": "print(v)"}); text(t, r) != "bob" {
+		t.Errorf("bob's session after alice's second: %q, want it untouched", text(t, r))
+	}
+	// carol has no session: she ends the least recently used idle session
+	// of the principal holding the most (alice and bob hold one each; the
+	// tie goes by name), and is not refused (issue 36).
+	if r := callHTTP(t, carol, map[string]any{"code": "print(1)"}); r.IsError || text(t, r) != "1" {
+		t.Errorf("carol's first session at the cap: %q, want it served", text(t, r))
 	}
 	if r := callHTTP(t, bob, map[string]any{"code": "print(v)"}); text(t, r) != "bob" {
-		t.Errorf("bob's session after alice's and carol's: %q, want it untouched", text(t, r))
+		t.Errorf("bob's session after carol's: %q, want it untouched", text(t, r))
 	}
-	r = callHTTP(t, alice, map[string]any{"code": "print(globals().get('v'))"})
+	// alice, now without a session, ends bob's (bob and carol hold one
+	// each), and bob's next result says why his state is gone.
+	r := callHTTP(t, alice, map[string]any{"code": "print(globals().get('v'))"})
 	if got := text(t, r); !strings.HasPrefix(got, "None") {
 		t.Errorf("alice's evicted default session: %q, want a fresh one", got)
+	}
+	r = callHTTP(t, bob, map[string]any{"code": "print(globals().get('v'))"})
+	if got := text(t, r); !strings.HasPrefix(got, "None") ||
+		!strings.Contains(got, "evicted while idle, so that another principal could start its first session (MCP_BRIDGE_MAX_SESSIONS=2)") {
+		t.Errorf("bob's session after alice's return: %q, want a fresh one that says why", got)
 	}
 }
