@@ -548,7 +548,7 @@ func cleanMessage(s string) string {
 			b.WriteByte('\n')
 		case r == '\t':
 			b.WriteByte(' ')
-		case r < 0x20 || r >= 0x7f && r <= 0x9f || isBidiControl(r):
+		case r < 0x20 || r >= 0x7f && r <= 0x9f || printable.IsBidiControl(r):
 		default:
 			b.WriteRune(r)
 		}
@@ -575,13 +575,6 @@ func cleanMessage(s string) string {
 // one (Hangul fillers).
 func invisible(r rune) bool {
 	return unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point)
-}
-
-// isBidiControl reports whether r is one of Unicode's explicit
-// bidirectional formatting characters, the set printable.String escapes:
-// they reorder what a reader sees.
-func isBidiControl(r rune) bool {
-	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
 
 // imitatesApproval reports whether a form's requestedSchema reuses the

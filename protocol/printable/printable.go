@@ -62,15 +62,15 @@ func needsEscape(r rune, size int) bool {
 	case r >= 0x80 && r <= 0x9f:
 		return true
 	default:
-		return isBidiControl(r)
+		return IsBidiControl(r)
 	}
 }
 
-// isBidiControl reports whether r is one of Unicode's explicit
+// IsBidiControl reports whether r is one of Unicode's explicit
 // bidirectional formatting characters (UAX #9): the marks ALM, LRM and RLM,
 // the embeddings and overrides LRE, RLE, PDF, LRO and RLO, and the isolates
 // LRI, RLI, FSI and PDI.
-func isBidiControl(r rune) bool {
+func IsBidiControl(r rune) bool {
 	switch {
 	case r == 0x061c, r == 0x200e, r == 0x200f:
 		return true
