@@ -147,6 +147,15 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, nil, false)
 	}
 	s.weighFor(sb)
+	if sb.snap.owner.Load() == nil {
+		o := &snapOwner{principal: s.principal, name: s.name}
+		if s.spares != nil {
+			o.exists = s.spares.Live
+		}
+		sb.snap.owner.Store(o)
+	}
+	restore, refused := s.offerRestore(sb, loss)
+	defer sb.closeRestore()
 	call = &activeCall{
 		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
 		limit: 2*s.cfg.MaxOutput + 1024,
@@ -172,14 +181,23 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		defer call.streamProgress(progress)()
 	}
 
-	got, timedOut, hardKill := s.await(ctx, sb, call, req, progress != nil, callDeadline)
+	got, timedOut, hardKill := s.await(ctx, sb, call, req, restore, progress != nil, callDeadline)
+	if refused != "" {
+		res.Notes = append(res.Notes, refused)
+	}
 	if isStaleServers(got.err) && !timedOut && !hardKill {
 		// The worker lacked a server entry the frame named by digest, and
 		// ran nothing: once more, in full. (A cell can forge this reply to
 		// its own exec frame, which then runs it again, within the same
 		// call's deadline and caps: no more than the cell could do itself.)
 		sb.kept.forget()
-		got, timedOut, hardKill = s.await(ctx, sb, call, req, progress != nil, callDeadline)
+		got, timedOut, hardKill = s.await(ctx, sb, call, req, restore, progress != nil, callDeadline)
+	}
+	if restore != nil && got.err == nil && restoredNote(got.r.Notes, s.name) {
+		// The state came back: the note says from when, and why the
+		// sandbox was replaced. (A cell could forge the note; it would
+		// only hide a loss notice from its own caller.)
+		loss = ""
 	}
 	if got.err == nil {
 		sb.addOutput(call, got.r.Output)
@@ -303,11 +321,12 @@ func execReplyOf(resp *jsonrpc2.Response) (got execReply) {
 // a cell that ignores the interrupt for interruptGrace has its container
 // killed (TMO-2). timedOut says the deadline passed; hardKill that the
 // container was killed.
-func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req *ExecRequest, progress bool, callDeadline time.Time) (got execReply, timedOut, hardKill bool) {
+func (s *Session) await(ctx context.Context, sb *sandbox, call *activeCall, req *ExecRequest, restore *protocol.RestoreParams, progress bool, callDeadline time.Time) (got execReply, timedOut, hardKill bool) {
 	params := protocol.ExecParams{
 		Call: call.scope.Call, Code: req.Code, Servers: sb.kept.frame(req.Servers), OutputLimit: s.cfg.MaxOutput,
 		Progress:   progress,
 		Discovered: req.Discovered,
+		Restore:    restore,
 	}
 	if sb.firstExec.CompareAndSwap(false, true) && s.cfg.Router != nil {
 		// The worker loads the saved tools before its first cell. A store

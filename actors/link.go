@@ -206,6 +206,11 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 	if s.life != nil { // nil only in unit tests that build a sandbox by hand
 		ctx = s.life
 	}
+	if h, ok := durableMethods[req.Method]; ok {
+		// The sandbox's own: bound to its session, with or without a call
+		// (an upload goes on after its cell's result) or a job's token.
+		return h(s, params)
+	}
 	tok, err := jobToken(req)
 	if err != nil {
 		return nil, err
@@ -231,6 +236,7 @@ func (s *sandbox) serveRequest(ctx context.Context, req *jsonrpc2.Request) (any,
 		a.mu.Lock()
 		a.reset = true
 		a.mu.Unlock()
+		s.forgetSnapshot() // a fresh, empty session: not one restored
 		return struct{}{}, nil
 	case protocol.MethodJobScope:
 		if err := decodeParams(req.Method, params, &struct{}{}); err != nil {

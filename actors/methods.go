@@ -68,7 +68,7 @@ var boxMethods = map[string]boxHandler{
 // answers.
 func isBoxMethod(method string) bool {
 	_, ok := boxMethods[method]
-	return ok
+	return ok || isDurableMethod(method)
 }
 
 // withCatalog answers a catalog method against the router's current

@@ -111,6 +111,13 @@ type SandboxConfig struct {
 	MemoryLabel  string // MCP_BRIDGE_MEMORY as configured, for the OOM message
 	Log          zerolog.Logger
 
+	// Snapshots keeps sessions' snapshots (durable.go); nil: durability
+	// is off. Durability is when sandboxes take them (Boot.Durability
+	// says the same to the sandbox), Image names the image in them.
+	Snapshots  SnapshotStore
+	Durability string
+	Image      string
+
 	// panicAt injects panics into the link's handlers (guard.go) in tests;
 	// nil in production.
 	panicAt panicHook
@@ -168,6 +175,7 @@ type sandbox struct {
 	breakOnce sync.Once
 	spawned   time.Time
 	weight    cpuWeight // its share of its principal's CPU weight (cpuweight.go)
+	snap      durable   // its snapshot uploads and the snapshot it restores (durable.go)
 	wg        sync.WaitGroup
 }
 
@@ -473,6 +481,7 @@ func (s *sandbox) close() {
 		_ = s.conn.Close()
 		<-s.conn.DisconnectNotify()
 		s.wg.Wait()
+		s.endDurable()
 		s.reportDrops(0)
 	})
 }

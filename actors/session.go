@@ -181,6 +181,12 @@ func (s *Session) startNext(ctx context.Context) {
 			req.Reply <- result.Result{Status: result.StatusError, Error: "cancelled", Session: s.name}
 			continue
 		}
+		if s.calls == 0 && s.cfg.Snapshots != nil {
+			// Call numbers go on across the bridge's restarts.
+			if m, ok := s.cfg.Snapshots.Stat(s.principal, s.name); ok {
+				s.calls = max(m.LastCall, m.Call)
+			}
+		}
 		s.calls++
 		call, loss := s.calls, s.loss
 		s.loss = "" // reported by this call
@@ -188,6 +194,7 @@ func (s *Session) startNext(ctx context.Context) {
 		go func(sb *sandbox) {
 			done := s.runCall(ctx, sb, req, call, loss)
 			req.Reply <- done.result
+			s.noteLastCall(call)
 			out <- done
 		}(s.sb)
 		s.running = out
@@ -264,7 +271,7 @@ func (s *Session) shutdown() {
 // dropSandbox closes the sandbox the session holds, if any.
 func (s *Session) dropSandbox() {
 	if s.sb != nil {
-		s.closeAsync(s.sb)
+		s.keepAndClose(s.sb)
 		s.sb = nil
 	}
 }
@@ -279,10 +286,34 @@ func (s *Session) closeAsync(sb *sandbox) {
 	}()
 }
 
+// keepAndClose closes sb as closeAsync does, after its session's snapshot
+// when durability is on exit (the sandbox's end is polite: idle, evicted,
+// the bridge stopping).
+func (s *Session) keepAndClose(sb *sandbox) {
+	s.closing.Add(1)
+	go func() {
+		defer s.closing.Done()
+		sb.snapshotBeforeClose()
+		sb.close()
+	}()
+}
+
+// noteLastCall records call as the last one the session started, beside
+// its snapshot, so a restore after the bridge's restart can say how many
+// calls the snapshot is behind.
+func (s *Session) noteLastCall(call int64) {
+	if s.cfg.Snapshots == nil {
+		return
+	}
+	if err := s.cfg.Snapshots.SetLastCall(s.principal, s.name, call); err != nil {
+		s.log.Debug().Err(err).Msg("snapshot: last call not recorded")
+	}
+}
+
 // endSandbox stops the idle sandbox for reason, which the next call reports.
 func (s *Session) endSandbox(reason string) {
 	s.log.Info().Str("reason", reason).Msg("session ended")
-	s.closeAsync(s.sb)
+	s.keepAndClose(s.sb)
 	s.sb = nil
 	s.loss = reason
 }

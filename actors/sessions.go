@@ -107,6 +107,17 @@ func (m *Sessions) Get(ctx context.Context, name string) (*Session, error) {
 	return r.s, r.err
 }
 
+// Live reports whether the session of key is live (it may hold no
+// sandbox): a lookup in the published index, no round trip.
+func (m *Sessions) Live(key string) bool {
+	if idx := m.index.Load(); idx != nil {
+		if ls := (*idx)[key]; ls != nil && !isClosed(ls.s.done) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tick forwards a reaper tick without blocking.
 func (m *Sessions) Tick(now time.Time) {
 	select {

@@ -133,6 +133,16 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		StartTimeout: time.Duration(env.StartTimeout) * time.Second,
 		MemoryLabel:  env.Memory,
 		Log:          log,
+		Image:        env.Image,
+	}
+	if snaps, err := openSnapshots(env, log); err != nil {
+		log.Warn().Err(err).Msg("durability off")
+	} else if snaps != nil {
+		cfg.Snapshots, cfg.Durability = snaps, env.Durability
+		cfg.Boot.Durability = env.Durability
+	}
+	if cfg.Boot.Durability == "" {
+		cfg.Boot.Durability = actors.DurabilityOff
 	}
 	e.sessSup = suture.New("sessions", e.spec())
 	idle := time.Duration(max(env.IdleTimeout, 0)) * time.Second

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -91,6 +92,17 @@ type Env struct {
 	// MaxConnsPerAddr caps bridge serve's open connections from one
 	// remote address; 0 is no cap.
 	MaxConnsPerAddr int
+	// Durability is MCP_BRIDGE_SESSION_DURABILITY (cell, exit or off):
+	// when sessions' snapshots are taken. SnapshotMax and SnapshotTotal
+	// cap one session's snapshot and all of them, in bytes;
+	// SnapshotRetention drops one unused for that long (0: never).
+	Durability        string
+	SnapshotMax       int64
+	SnapshotTotal     int64
+	SnapshotRetention time.Duration
+	// KeyFile is MCP_BRIDGE_KEY_FILE: the key that signs what the bridge
+	// stores for itself (snapshots), kept apart from the state directory.
+	KeyFile string
 	// Serving is set by bridge serve (no variable): the working
 	// directory's project config files are not the callers', so they are
 	// not read.
@@ -115,6 +127,8 @@ var EnvVars = []string{
 	"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_SECCOMP_PROFILE",
 	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL",
 	"MCP_BRIDGE_MAX_CONNS_PER_ADDR",
+	"MCP_BRIDGE_SESSION_DURABILITY", "MCP_BRIDGE_SNAPSHOT_MAX", "MCP_BRIDGE_SNAPSHOT_TOTAL", "MCP_BRIDGE_SNAPSHOT_RETENTION",
+	"MCP_BRIDGE_KEY_FILE",
 }
 
 var (
@@ -293,6 +307,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	if e.Seccomp = r.str("MCP_BRIDGE_SECCOMP"); e.Seccomp != "" && e.Seccomp != "runtime" && !filepath.IsAbs(e.Seccomp) {
 		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
 	}
+	r.readDurability(&e)
 	r.readKube(&e)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
@@ -351,4 +366,79 @@ func (env Env) ContainerConfig() container.Config {
 // and bench use it without the actors).
 func NewContainer(env Env, log zerolog.Logger) *container.Launcher {
 	return container.New(env.ContainerConfig(), log)
+}
+
+// readDurability reads the variables of sessions that survive.
+func (r *envReader) readDurability(e *Env) {
+	e.Durability = r.choice("MCP_BRIDGE_SESSION_DURABILITY", "cell", "cell, exit or off", "cell", "exit", "off")
+	e.SnapshotMax = r.size("MCP_BRIDGE_SNAPSHOT_MAX", 1<<30, 1<<20)
+	e.SnapshotTotal = r.size("MCP_BRIDGE_SNAPSHOT_TOTAL", 8<<30, max(e.SnapshotMax, 1<<20))
+	e.SnapshotRetention = 7 * 24 * time.Hour
+	if s := strings.ToLower(r.str("MCP_BRIDGE_SNAPSHOT_RETENTION")); s != "" {
+		d, ok := parseRetention(s)
+		if !ok {
+			r.fail("MCP_BRIDGE_SNAPSHOT_RETENTION", "a duration like 7d, 36h or 90m (0 keeps snapshots until a cap drops them)")
+		}
+		e.SnapshotRetention = d
+	}
+	if e.KeyFile = r.str("MCP_BRIDGE_KEY_FILE"); e.KeyFile == "" {
+		e.KeyFile = defaultKeyFile(e.Home, r.str("XDG_CONFIG_HOME"))
+	} else if !filepath.IsAbs(e.KeyFile) {
+		r.fail("MCP_BRIDGE_KEY_FILE", "an absolute path")
+	}
+}
+
+// size parses a byte size like 1g or 512m (digits with optional b/k/m/g),
+// at least lo; def when unset.
+func (r *envReader) size(name string, def, lo int64) int64 {
+	s := strings.ToLower(r.str(name))
+	if s == "" {
+		return def
+	}
+	b, ok := parseMemory(s)
+	if !ok || b < lo {
+		r.fail(name, fmt.Sprintf("a size like 1g or 512m (digits with optional b/k/m/g), at least %s", sizeText(lo)))
+		return def
+	}
+	return b
+}
+
+// sizeText writes n bytes in the units size accepts.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dg", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dm", n>>20)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// parseRetention parses "7d" (days) or a Go duration of at least a minute;
+// "0" is no retention limit.
+func parseRetention(s string) (time.Duration, bool) {
+	if s == "0" {
+		return 0, true
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || n > 36500 {
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Minute {
+		return 0, false
+	}
+	return d, true
+}
+
+// defaultKeyFile is the key's place apart from the state directory:
+// $XDG_CONFIG_HOME/bridge/key, else ~/.config/bridge/key.
+func defaultKeyFile(home, xdg string) string {
+	if x := xdg; filepath.IsAbs(x) {
+		return filepath.Join(x, "bridge", "key")
+	}
+	return filepath.Join(home, ".config", "bridge", "key")
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -66,6 +67,11 @@ func defaultEnv() Env {
 		MaxSessionsPerPrincipal: 8,
 		MaxCallsPerPrincipal:    4,
 		MaxConnsPerAddr:         64,
+		Durability:              "cell",
+		SnapshotMax:             1 << 30,
+		SnapshotTotal:           8 << 30,
+		SnapshotRetention:       7 * 24 * time.Hour,
+		KeyFile:                 testHome + "/.config/bridge/key",
 		Kube:                    KubeEnv{PullPolicy: "IfNotPresent", WarmPool: 1},
 	}
 }
@@ -368,7 +374,9 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_LINK":                       "pipe",
 		"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": "0", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL": "x",
 		"MCP_BRIDGE_MAX_CONNS_PER_ADDR": "-1",
-		"MCP_BRIDGE_K8S_NAMESPACE":      "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
+		"MCP_BRIDGE_SESSION_DURABILITY": "always", "MCP_BRIDGE_SNAPSHOT_MAX": "1k", "MCP_BRIDGE_SNAPSHOT_TOTAL": "x",
+		"MCP_BRIDGE_SNAPSHOT_RETENTION": "forever", "MCP_BRIDGE_KEY_FILE": "relative/key",
+		"MCP_BRIDGE_K8S_NAMESPACE": "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
 		"MCP_BRIDGE_K8S_RUNTIME_CLASS": "g_visor", "MCP_BRIDGE_K8S_NODE_NAME": "node 1", "MCP_BRIDGE_K8S_SECCOMP_PROFILE": "/abs/profile.json",
 	}
 	for _, name := range EnvVars {

@@ -297,6 +297,8 @@ class Link:
         elif method == "exec":
             self.exec_call = (msg.get("params") or {}).get("call")
             self.execs.put(msg)
+        elif method == "snapshot":  # durability on exit: the main thread takes one between cells
+            self.execs.put(msg)
         elif method == "interrupt":
             call = (msg.get("params") or {}).get("call")
             if call is not None and call == self.exec_call:

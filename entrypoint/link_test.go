@@ -60,9 +60,11 @@ func bootFrame(t *testing.T, limits ...map[string]any) []byte {
 	}
 	params := map[string]any{"files": Files(), "main": Main, "version": "test", "limits": l}
 	// rwMounts is a boot param beside the limits, given with them here.
-	if m, ok := l["rwMounts"]; ok {
-		delete(l, "rwMounts")
-		params["rwMounts"] = m
+	for _, k := range []string{"rwMounts", "durability"} {
+		if m, ok := l[k]; ok {
+			delete(l, k)
+			params[k] = m
+		}
 	}
 	data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "boot", "params": params})
 	if err != nil {
@@ -100,6 +102,8 @@ func startBoxLimits(t *testing.T, link string, limits map[string]any, extra ...m
 	b := &box{t: t, stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	b.cmd = exec.Command(py, "-u", "-c", Bootstrap)
 	b.cmd.Dir = t.TempDir()
+	// Snapshots take and restore this folder instead of the host's /workspace.
+	b.cmd.Env = append(os.Environ(), "BRIDGE_TEST_WORKSPACE="+b.cmd.Dir)
 	b.cmd.Stderr = b.stderr
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the cleanup kills the worker too
 	var closeHost func()

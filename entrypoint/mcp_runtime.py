@@ -88,7 +88,7 @@ def _begin_call(params):
     _KEPT.clear()
     _KEPT.update(kept)
     servers = entries
-    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None,
+    _CALL.update(servers=servers, proxies=proxies, reset=False, uncovered=set(), job_token=None, call=params.get("call"),
                  notes=_skip_notes(proxies.values()))
     # Objects, as the reference gives, but only these three keys: the
     # variable is inherited by subprocesses, and a large one makes every
@@ -393,9 +393,40 @@ def capability_summary():
 
 
 def reset():
-    """Replaces this session's container after the current call ends."""
+    """Replaces this session's container after the current call ends, and
+    forgets its snapshot: the next call starts empty."""
     _call("reset", {})
     _CALL["reset"] = True
+    if _SNAPSHOTS is not None:
+        _SNAPSHOTS.forget()
+
+
+_SNAPSHOTS = None  # the worker's Snapshotter
+
+
+def _snapshot_summary(s):
+    return {"bytes": s.get("bytes", 0), "names": s.get("names", 0), "files": s.get("files", 0),
+            "left_out": list(s.get("left") or ())}
+
+
+def snapshot():
+    """Takes a snapshot of this session now and waits until the host has
+    it. Returns {"bytes", "names", "files", "left_out"}: left_out names each
+    global that cannot be kept, and why."""
+    if _SNAPSHOTS is None:
+        raise MCPError("snapshots are not available in this sandbox", kind="not_available")
+    return _snapshot_summary(_SNAPSHOTS.take(_CALL.get("call")))
+
+
+def fork_session(name):
+    """Creates session `name` as a copy of this session's current state:
+    its next call starts from it. For trying something without risking this
+    session. Refused when `name` is live or is this session."""
+    if not isinstance(name, str) or not name:
+        raise MCPError("fork_session needs a session name", kind="invalid_arguments")
+    if _SNAPSHOTS is None:
+        raise MCPError("snapshots are not available in this sandbox", kind="not_available")
+    return _snapshot_summary(_SNAPSHOTS.take(_CALL.get("call"), target=name))
 
 
 # --- saved tools -------------------------------------------------------------

@@ -30,6 +30,9 @@ DISPLAY = None  # the display module: figures and display()
 JOBS = None  # the jobs module (jobs.py): background jobs have their own capture
 HINTS = None  # the hints module (hints.py): notes with the fix for the usual dead ends
 RUNNER = None  # the Runner, once made
+SNAP_MOD = None  # the snapshot module
+SNAP = None  # the Snapshotter (snapshot.py): the session's durable state
+_WAKE = object()  # in LINK.execs: a snapshot waits for the main thread (Snapshotter.idle)
 
 
 DIAG = 2  # the container's stderr (main() keeps a private copy): the host logs it
@@ -246,12 +249,23 @@ class Runner:
             LINK.reply_error(msg["id"], -32008, str(e))  # protocol.CodeStaleServers
             return
         STATE.call = params.get("call")
+        first = STATE.cell == 0
+        restore = params.get("restore") if first else None
+        if restore:
+            # The restored cells keep their numbers (tracebacks, save_tool):
+            # this sandbox's cells go on after them.
+            STATE.cell = max(STATE.cell, int(restore.get("cell") or 0))
         STATE.cell += 1
         n = STATE.cell
         self._bind(rt, params)
-        # A new session (each container has one worker) first loads the saved tools.
-        notes, stopped = self._load_tools(rt, params.get("savedTools")) if n == 1 else (None, False)
-        notes = rt._call_notes() + (notes or []) + (_mount_notes() if n == 1 else [])
+        # A new session (each container has one worker) first loads the saved
+        # tools, then the snapshot the host offers.
+        notes, stopped = self._load_tools(rt, params.get("savedTools")) if first else (None, False)
+        notes = rt._call_notes() + (notes or []) + (_mount_notes() if first else [])
+        if restore and not stopped:
+            more, stopped = self._restore(restore)
+            notes += more
+        notes += SNAP.notes()
         CAPTURE.begin(params["call"], n, params.get("outputLimit") or BOOT["limits"]["maxOutputBytes"])
         CAPTURE.progress = bool(params.get("progress"))
         DISPLAY.IMAGES.begin(params["call"], n)
@@ -293,6 +307,36 @@ class Runner:
         if notes:
             res["notes"] = notes
         LINK.reply_exec(msg["id"], params["call"], res, runs)
+        try:
+            SNAP.after_cell(params["call"], params["code"], reset)
+        except Exception as e:  # durability is a courtesy: the session goes on
+            _diag("snapshot failed: %s: %s" % (type(e).__name__, e))
+
+    def _restore(self, params):
+        """Loads the snapshot the host offers, interruptible like a cell: the
+        call's timeout bounds it. Returns (notes, interrupted)."""
+        STATE.interrupted = False
+        STATE.in_cell = True
+        try:
+            _raise_if_cancelled()
+            note, _ = SNAP_MOD.restore(params, {k: self.ns[k] for k in STATE.bound if k in self.ns})
+            SNAP.last = SNAP_MOD._signature()
+            return [note], False
+        except KeyboardInterrupt:
+            return ["the call was interrupted while session '%s' was being restored; it starts empty" % (
+                params.get("session") or "default")], True
+        except Exception as e:
+            return ["session '%s' was not restored: %s" % (params.get("session") or "default", _error_text(e))], False
+        finally:
+            STATE.in_cell = False
+
+    def snapshot_now(self, msg):
+        """The host's snapshot request (durability on exit): takes one and replies."""
+        try:
+            summary = SNAP.take(STATE.call, timeout=(msg.get("params") or {}).get("timeout"))
+            LINK.reply(msg["id"], summary)
+        except Exception as e:
+            LINK.reply_error(msg["id"], -32003, str(e))
 
     def warm(self):
         """Runs a throwaway cell through the parser, the compiler and a
@@ -461,7 +505,8 @@ def _kill_descendants():
                 continue
             fields = stat[stat.rfind(b")") + 2:].split()
             children.setdefault(int(fields[1]), []).append(int(name))
-        doomed, todo = [], list(children.get(me, ()))
+        spared = SNAP.children if SNAP is not None else ()
+        doomed, todo = [], [pid for pid in children.get(me, ()) if pid not in spared]
         while todo:
             pid = todo.pop()
             doomed.append(pid)
@@ -565,8 +610,13 @@ def main(boot, src, argv):
     _load_display(rt, limits)
     global JOBS
     JOBS = _load_module("mcp.jobs", "jobs.py", boot["files"]["jobs.py"])
-    global RUNNER
+    global RUNNER, SNAP, SNAP_MOD
     runner = RUNNER = Runner()
+    SNAP_MOD = _load_module("mcp._snapshot", "snapshot.py", boot["files"]["snapshot.py"])
+    SNAP_MOD.install(LINK, runner.ns, STATE, _mcp_error, _diag, JOBS.Job, boot.get("durability") or "off",
+                     limits["maxFrameBytes"])
+    SNAP = SNAP_MOD.Snapshotter(lambda: LINK.execs.put(_WAKE))
+    rt._SNAPSHOTS = SNAP
     JOBS.install(rt, CAP.HeadTail, format_error=_error_text, filter_tb=_filter_tb, progress=CAPTURE.job_progress,
                  job_token=link.JOB, namespace=runner.ns, call_limit=limits["maxOutputBytes"])
     CAP.route = JOBS.route
@@ -587,6 +637,11 @@ def main(boot, src, argv):
                     continue
             else:
                 msg = LINK.execs.get()
-            runner.run(msg)
+            if msg is _WAKE:
+                SNAP.idle()
+            elif msg.get("method") == "snapshot":
+                runner.snapshot_now(msg)
+            else:
+                runner.run(msg)
         except KeyboardInterrupt:
             continue

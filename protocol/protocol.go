@@ -47,6 +47,17 @@ const (
 	// serves them with that call's grant, whenever they come.
 	MethodJobScope = "job_scope"
 
+	// Snapshots of a session's state (durable.go in actors; doc.go): the
+	// sandbox uploads one with begin, write (in order) and end, or abort;
+	// a restoring sandbox reads the one its exec frame offers (Restore).
+	// The host asks for one with MethodSnapshot (durability on exit).
+	MethodSnapshotBegin = "snapshot_begin"
+	MethodSnapshotWrite = "snapshot_write"
+	MethodSnapshotEnd   = "snapshot_end"
+	MethodSnapshotAbort = "snapshot_abort"
+	MethodSnapshotRead  = "snapshot_read"
+	MethodSnapshot      = "snapshot"
+
 	MethodMemoryGet    = "memory_get"
 	MethodMemoryPut    = "memory_put"
 	MethodMemoryDelete = "memory_delete"
@@ -91,6 +102,10 @@ type BootParams struct {
 	// (MCP_BRIDGE_MOUNTS): a session's first result names each one its
 	// user cannot write.
 	RWMounts []string `json:"rwMounts,omitempty"`
+	// Durability is MCP_BRIDGE_SESSION_DURABILITY ("cell", "exit", "off"):
+	// when the sandbox snapshots its session. "off" when the host keeps
+	// no snapshots.
+	Durability string `json:"durability,omitempty"`
 }
 
 // ReadyParams reports that the sandbox has booted.
@@ -146,6 +161,82 @@ type ExecParams struct {
 	// exec so its worker loads them without a round trip; absent, the
 	// worker asks (its first cell only).
 	SavedTools any `json:"savedTools,omitempty"`
+	// Restore offers the session's snapshot to a new sandbox's first
+	// cell, which loads it (snapshot_read) before the code runs.
+	Restore *RestoreParams `json:"restore,omitempty"`
+}
+
+// RestoreParams describes the snapshot a new sandbox loads.
+type RestoreParams struct {
+	Session  string `json:"session"`
+	Bytes    int64  `json:"bytes"`
+	Call     int64  `json:"call"`     // the call whose state it holds
+	LastCall int64  `json:"lastCall"` // the last call the session started
+	Cell     int    `json:"cell"`     // the last cell number it holds: new cells go on after it
+	// After is why the session's sandbox was replaced, when the host knows.
+	After string `json:"after,omitempty"`
+}
+
+// SnapshotBeginParams starts an upload of the session's snapshot, taken
+// at Call. Session, when set, names another session of the same principal
+// to create from it (runtime.fork_session).
+type SnapshotBeginParams struct {
+	Call    int64   `json:"call"`
+	Session *string `json:"session"`
+}
+
+// SnapshotBeginResult names the upload; Chunk caps each write's data.
+type SnapshotBeginResult struct {
+	Upload string `json:"upload"`
+	Chunk  int    `json:"chunk"`
+}
+
+// SnapshotWriteParams appends Data (base64 in JSON) at Offset, which must
+// be the upload's size so far.
+type SnapshotWriteParams struct {
+	Upload string `json:"upload"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+}
+
+// SnapshotEndParams completes an upload with what the sandbox counted.
+type SnapshotEndParams struct {
+	Upload string   `json:"upload"`
+	Call   int64    `json:"call"`
+	Cell   int      `json:"cell"`
+	Names  int      `json:"names"`
+	Files  int      `json:"files"`
+	Left   []string `json:"left"`
+	Taken  float64  `json:"taken"` // Unix seconds
+	Python string   `json:"python"`
+}
+
+// SnapshotEndResult is the stored snapshot's size.
+type SnapshotEndResult struct {
+	Bytes int64 `json:"bytes"`
+}
+
+// UploadParams names an upload (snapshot_abort).
+type UploadParams struct {
+	Upload string `json:"upload"`
+}
+
+// SnapshotReadParams reads the offered snapshot at Offset.
+type SnapshotReadParams struct {
+	Offset int64 `json:"offset"`
+	Length int   `json:"length"`
+}
+
+// SnapshotReadResult carries the bytes read (base64 in JSON); fewer than
+// asked only at the end.
+type SnapshotReadResult struct {
+	Data []byte `json:"data"`
+}
+
+// SnapshotParams asks the sandbox for a snapshot now (durability on exit),
+// within Timeout seconds.
+type SnapshotParams struct {
+	Timeout float64 `json:"timeout"`
 }
 
 // Outcome values of ExecResult.

@@ -490,6 +490,11 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": {"0", "513", "x"},
 	"MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL":    {"0", "513", "x"},
 	"MCP_BRIDGE_MAX_CONNS_PER_ADDR":         {"-1", "65537", "x"},
+	"MCP_BRIDGE_SESSION_DURABILITY":         {"always", "on"},
+	"MCP_BRIDGE_SNAPSHOT_MAX":               {"1k", "x", "-1"},
+	"MCP_BRIDGE_SNAPSHOT_TOTAL":             {"x", "2k"},
+	"MCP_BRIDGE_SNAPSHOT_RETENTION":         {"forever", "30s", "-1d"},
+	"MCP_BRIDGE_KEY_FILE":                   {"relative/key"},
 
 	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
 	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},

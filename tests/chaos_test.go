@@ -492,7 +492,8 @@ func TestIdleReaper(t *testing.T) {
 	piddir := t.TempDir()
 	pidfile := filepath.Join(piddir, "srv.pid")
 	b := startBridge(t, withServers(t, map[string]any{"srv": fake("--pidfile", pidfile)}, map[string]string{
-		"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "2", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT": "2"}))
+		"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "2", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT": "2",
+		"MCP_BRIDGE_SESSION_DURABILITY": "off"})) // the loss notice; TestDurableRestores has the restore
 	b.mustOK("kept = 1\nawait mcp_srv.counter()", "srv")
 	first := pidOf(pidfile)
 	// Busy for longer than both idle timeouts: nothing is reaped mid-call.

@@ -404,7 +404,7 @@ def hang(): pass
 // survive the idle end of a session: the next call has a new container.
 func TestCompatMemoryOutlivesIdleEnd(t *testing.T) {
 	requirePodman(t)
-	b := startBridge(t, map[string]string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "1"})
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "1", "MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	b.mustRun("def triple(x):\n    return 3 * x\nsave_memory('k', [1, 2])\nsave_tool(triple)", nil)
 	time.Sleep(3 * time.Second)
 	got := b.mustRun("(load_memory('k'), triple(2))", nil)

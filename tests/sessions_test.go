@@ -70,7 +70,7 @@ func TestBusySession(t *testing.T) {
 // fresh state without stateLost).
 func TestSessionLimitAndReset(t *testing.T) {
 	requirePodman(t)
-	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "2"})
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "2", "MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	b.call(map[string]any{"code": "v = 'a'", "session": "a"})
 	b.call(map[string]any{"code": "v = 'b'", "session": "b"})
 	b.call(map[string]any{"code": "v = 'c'", "session": "c"}) // evicts a

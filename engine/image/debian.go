@@ -12,7 +12,7 @@ import (
 
 // debianPackages are installed into the rootfs (IMG-3).
 var debianPackages = []string{"python3", "python3-numpy", "python3-pandas", "python3-sklearn", "python3-matplotlib",
-	"python3-scipy", "python3-pil"}
+	"python3-scipy", "python3-pil", "python3-cloudpickle"}
 
 // keptPackages must still be installed after the toolchain purge. python3-scipy is listed because python3-sklearn
 // needs it and it is what pulls in python3-pythran and, through it, the toolchain.

@@ -30,15 +30,16 @@ const (
 	DefaultCLI    = "podman"
 )
 
-// SchemaLabel is the label every bridge image carries (IMG-1). Schema 2 is the generation built from Debian trixie or
-// python:3.13-slim+ (Python 3.13+, numpy 2, pandas 2, scipy, pillow); images with an older schema (or none) are out
-// of date: `bridge doctor` says so and `go tool task image` rebuilds them.
+// SchemaLabel is the label every bridge image carries (IMG-1). Schema 3 is the generation built from Debian trixie or
+// python:3.13-slim+ (Python 3.13+, numpy 2, pandas 2, scipy, pillow) with the standalone cloudpickle that session
+// snapshots use; images with an older schema (or none) are out of date: `bridge doctor` says so and
+// `go tool task image` rebuilds them.
 const SchemaLabel = SchemaKey + "=" + Schema
 
 // SchemaKey and Schema make up SchemaLabel.
 const (
 	SchemaKey = "bridge.image.schema"
-	Schema    = "2"
+	Schema    = "3"
 )
 
 // SuiteLabel names the Debian suite of an image built with the Debian method.

@@ -239,7 +239,7 @@ func TestImportArgs(t *testing.T) {
 		"--change", "WORKDIR /workspace",
 		"--change", "ENV MPLBACKEND=Agg",
 		"--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"--change", "LABEL bridge.image.schema=2",
+		"--change", "LABEL bridge.image.schema=3",
 		"--change", "LABEL bridge.image.suite=trixie",
 		"/tmp/w/rootfs.tar", "localhost/bridge-python:latest",
 	}
@@ -261,7 +261,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 	got := mmdebstrapArgs("bookworm", "http://m/debian", "/w/rootfs", "root", nil)
 	for _, want := range []string{
 		"--variant=essential", "--mode=root", "--format=directory",
-		"--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil",
+		"--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil,python3-cloudpickle",
 		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
 		"--dpkgopt=path-exclude=/usr/share/locale/*",
 	} {
@@ -298,7 +298,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 
 func TestDebootstrapArgs(t *testing.T) {
 	got := debootstrapArgs("bookworm", "http://m/debian", "/w/rootfs")
-	want := []string{"--variant=minbase", "--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil",
+	want := []string{"--variant=minbase", "--include=python3,python3-numpy,python3-pandas,python3-sklearn,python3-matplotlib,python3-scipy,python3-pil,python3-cloudpickle",
 		"bookworm", "/w/rootfs", "http://m/debian"}
 	if !slices.Equal(got, want) {
 		t.Errorf("debootstrapArgs = %q, want %q", got, want)

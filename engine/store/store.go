@@ -96,7 +96,7 @@ func shown(s string) string {
 	return s
 }
 
-// locked runs fn holding this process's mutex and an exclusive flock on
+// locked runs fn holding this process's mutex and an exclusive flock of
 // dir/.lock, creating dir (0700) when needed.
 func (s *Store) locked(dir string, fn func() error) error {
 	s.mu.Lock()
@@ -104,32 +104,51 @@ func (s *Store) locked(dir string, fn func() error) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return diskError(err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	var inner error
+	if err := Flock(filepath.Join(dir, ".lock"), lockWait, func() error {
+		inner = fn()
+		return nil
+	}); err != nil {
 		return diskError(err)
 	}
+	return inner
+}
+
+// Flock runs fn holding an exclusive flock of the lock file at path
+// (created 0600), waiting at most wait for another process to release it.
+// Lock files stay on disk.
+func Flock(path string, wait time.Duration, fn func() error) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
 	defer f.Close()
-	deadline := time.Now().Add(lockWait)
+	deadline := time.Now().Add(wait)
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return diskError(fmt.Errorf("lock %s: %w", dir, err))
+			return fmt.Errorf("lock %s: %w", path, err)
 		}
 		if time.Now().After(deadline) {
-			return diskError(fmt.Errorf("%s is locked by another bridge for over %s", dir, lockWait))
+			return fmt.Errorf("%s is locked by another bridge for over %s", path, wait)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks too
 	return fn()
 }
 
 // writeFile replaces path atomically with data, mode 0600.
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+func writeFile(path string, data []byte) error { return WriteFile(path, ".tmp-*", data) }
+
+// WriteFile replaces path atomically with data, mode 0600, through a
+// temporary file in its folder named by pattern (os.CreateTemp's): a
+// reader sees the old file or the new one, never part of one.
+func WriteFile(path, pattern string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,110 @@
+package engine
+
+// durable.go: sessions that survive (engine/snapshot is the store; actors'
+// durable.go takes and offers snapshots).
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/snapshot"
+)
+
+// openSnapshots opens the snapshot store under <state>/.bridge/sessions
+// with the key of MCP_BRIDGE_KEY_FILE. Without it (durability off, or the
+// store cannot be opened: said once at warn level) sessions live only as
+// long as their sandboxes, as before.
+func openSnapshots(env Env, log zerolog.Logger) (actors.SnapshotStore, error) {
+	if env.Durability == actors.DurabilityOff {
+		return nil, nil
+	}
+	key, warning, err := snapshot.LoadKey(env.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("sessions will not survive restarts: %w (MCP_BRIDGE_KEY_FILE)", err)
+	}
+	if warning != "" {
+		log.Warn().Msg(warning)
+	}
+	caps := snapshot.Caps{PerSession: env.SnapshotMax, Total: env.SnapshotTotal, Retention: env.SnapshotRetention}
+	st, err := snapshot.Open(filepath.Join(env.StateDir, ".bridge", "sessions"), key, caps, log.With().Str("actor", "snapshots").Logger())
+	if err != nil {
+		return nil, fmt.Errorf("sessions will not survive restarts: %w", err)
+	}
+	return snapshotStore{st}, nil
+}
+
+// snapshotStore adapts *snapshot.Store to actors.SnapshotStore.
+type snapshotStore struct{ s *snapshot.Store }
+
+var _ actors.SnapshotStore = snapshotStore{}
+
+func (a snapshotStore) Create(principal, session string) (actors.SnapshotWriter, error) {
+	w, err := a.s.Create(principal, session)
+	if err != nil {
+		return nil, err
+	}
+	return snapshotWriter{w: w, s: a.s, principal: principal, session: session}, nil
+}
+
+func (a snapshotStore) Open(principal, session string) (actors.SnapshotReader, error) {
+	r, err := a.s.Open(principal, session)
+	if errors.Is(err, snapshot.ErrTampered) {
+		return nil, errors.New("its snapshot failed verification (edited, truncated or moved) and was deleted")
+	}
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return snapshotReader{r}, nil
+}
+
+func (a snapshotStore) Stat(principal, session string) (actors.SnapshotMeta, bool) {
+	m, ok := a.s.Stat(principal, session)
+	return metaOf(m), ok
+}
+
+func (a snapshotStore) SetLastCall(principal, session string, n int64) error {
+	return a.s.SetLastCall(principal, session, n)
+}
+
+func (a snapshotStore) Delete(principal, session string) error { return a.s.Delete(principal, session) }
+
+type snapshotWriter struct {
+	w                  *snapshot.Writer
+	s                  *snapshot.Store
+	principal, session string
+}
+
+func (w snapshotWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w snapshotWriter) Size() int64                 { return w.w.Size() }
+func (w snapshotWriter) Abort()                      { w.w.Abort() }
+
+// Commit keeps the last call the session started: a snapshot uploaded
+// while the next call runs must not move it back.
+func (w snapshotWriter) Commit(m actors.SnapshotMeta) (actors.SnapshotMeta, error) {
+	last := m.LastCall
+	if old, ok := w.s.Stat(w.principal, w.session); ok {
+		last = max(last, old.LastCall)
+	}
+	got, err := w.w.Commit(snapshot.Meta{
+		Call: m.Call, LastCall: last, Cell: m.Cell, Taken: m.Taken, Names: m.Names, Files: m.Files, Left: m.Left, Image: m.Image,
+	})
+	return metaOf(got), err
+}
+
+type snapshotReader struct{ r *snapshot.Reader }
+
+func (r snapshotReader) ReadAt(p []byte, off int64) (int, error) { return r.r.ReadAt(p, off) }
+func (r snapshotReader) Size() int64                             { return r.r.Size() }
+func (r snapshotReader) Meta() actors.SnapshotMeta               { return metaOf(r.r.Meta()) }
+func (r snapshotReader) Close() error                            { return r.r.Close() }
+
+func metaOf(m snapshot.Meta) actors.SnapshotMeta {
+	return actors.SnapshotMeta{
+		Call: m.Call, LastCall: m.LastCall, Cell: m.Cell, Taken: m.Taken, Bytes: m.Bytes, Names: m.Names, Files: m.Files,
+		Left: m.Left, Image: m.Image,
+	}
+}
