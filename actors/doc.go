@@ -22,6 +22,11 @@
 //	├── runtime-probe  engine/container's Launcher: probes the runtime once (not with engine/local)
 //	└── reaper         Reaper: ticks the sessions; sweeps leftovers of dead bridges
 //
+// A session's state outlives its sandbox (durable.go): the sandbox uploads
+// snapshots of it to SandboxConfig.Snapshots (engine/snapshot behind the
+// engine's adapter), and a new sandbox's first call offers the stored one,
+// which the sandbox loads itself. The host never reads a snapshot.
+//
 // A sandbox (sandbox.go) is not a service: its Session starts and closes it,
 // and its goroutines (link reader, request handlers, link watch) and its
 // backend's are stopped and waited for by its close.

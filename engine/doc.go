@@ -29,7 +29,7 @@
 //     aliases), search (BM25 and fuzzy tool search, "Did you mean"), schema
 //     (input-schema validation and Python-style signatures).
 //   - Libraries only the engine and cmd use, under engine: config, store,
-//     toon, render, oauth, httpd (below).
+//     snapshot, toon, render, oauth, httpd (below).
 //   - Tools behind subcommands, under engine: bench, image (below).
 //   - entrypoint: the Python that runs inside the sandbox.
 //
@@ -54,12 +54,16 @@
 //     (MCP_BRIDGE_K8S_*, kube.Config).
 //   - human.go: the actors' Human, named for cmd (bridge exec's terminal
 //     answers approvals).
+//   - durable.go: sessions that survive: opens engine/snapshot with the
+//     key of MCP_BRIDGE_KEY_FILE, adapts it to actors.SnapshotStore, and
+//     doctor's sessions line.
 //
 // # Sub-packages
 //
 // Libraries, which import only protocol, its sub-packages or each other,
 // never the engine or the actors: config (server config files), store
-// (memory and saved tools on disk), toon (the TOON encoding), render (a
+// (memory and saved tools on disk), snapshot (sessions' snapshots on disk,
+// signed and capped; it imports store), toon (the TOON encoding), render (a
 // run's result as an MCP tool result), oauth (OAuth 2.1 sign-in to remote
 // servers: discovery, registration, PKCE, refresh, the token store; it
 // imports config).

@@ -44,6 +44,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		add("OK", "state dir", "%s is writable", filepath.Join(e.Env.StateDir, ".bridge"))
 	}
 
+	e.doctorSessions(add)
 	e.doctorTokens(add)
 
 	set := config.Load(e.configOptions())

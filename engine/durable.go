@@ -18,7 +18,7 @@ import (
 // with the key of MCP_BRIDGE_KEY_FILE. Without it (durability off, or the
 // store cannot be opened: said once at warn level) sessions live only as
 // long as their sandboxes, as before.
-func openSnapshots(env Env, log zerolog.Logger) (actors.SnapshotStore, error) {
+func openSnapshots(env Env, log zerolog.Logger) (*snapshot.Store, error) {
 	if env.Durability == actors.DurabilityOff {
 		return nil, nil
 	}
@@ -34,7 +34,21 @@ func openSnapshots(env Env, log zerolog.Logger) (actors.SnapshotStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions will not survive restarts: %w", err)
 	}
-	return snapshotStore{st}, nil
+	return st, nil
+}
+
+// doctorSessions says whether sessions survive, and what the store holds.
+func (e *Engine) doctorSessions(add func(status, name, format string, a ...any)) {
+	switch {
+	case e.Env.Durability == actors.DurabilityOff:
+		add("OK", "sessions", "durability off (MCP_BRIDGE_SESSION_DURABILITY=off): a session lives as long as its container")
+	case e.snapErr != nil:
+		add("WARN", "sessions", "%v; fix it, or set MCP_BRIDGE_SESSION_DURABILITY=off", e.snapErr)
+	case e.snaps != nil:
+		n, bytes := e.snaps.Usage()
+		add("OK", "sessions", "durability %s: %d snapshots, %s of %s (MCP_BRIDGE_SNAPSHOT_TOTAL) in %s; signed with %s",
+			e.Env.Durability, n, sizeText(bytes), sizeText(e.Env.SnapshotTotal), filepath.Join(e.Env.StateDir, ".bridge", "sessions"), e.Env.KeyFile)
+	}
 }
 
 // snapshotStore adapts *snapshot.Store to actors.SnapshotStore.

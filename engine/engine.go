@@ -24,6 +24,7 @@ import (
 	"github.com/bridge-mcp/bridge/engine/oauth"
 	"github.com/bridge-mcp/bridge/engine/owner"
 	"github.com/bridge-mcp/bridge/engine/render"
+	"github.com/bridge-mcp/bridge/engine/snapshot"
 	"github.com/bridge-mcp/bridge/engine/store"
 	"github.com/bridge-mcp/bridge/entrypoint"
 	"github.com/bridge-mcp/bridge/protocol"
@@ -63,6 +64,10 @@ type Engine struct {
 	// caps is the capability set declared to the proxied servers: the
 	// MCP client's (Serve), the terminal's (Exec), else none.
 	caps *actors.UpstreamCaps
+	// snaps is the store of sessions' snapshots (durable.go); nil when
+	// durability is off or it could not be opened (snapErr says why).
+	snaps   *snapshot.Store
+	snapErr error
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -135,10 +140,10 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Log:          log,
 		Image:        env.Image,
 	}
-	if snaps, err := openSnapshots(env, log); err != nil {
-		log.Warn().Err(err).Msg("durability off")
-	} else if snaps != nil {
-		cfg.Snapshots, cfg.Durability = snaps, env.Durability
+	if e.snaps, e.snapErr = openSnapshots(env, log); e.snapErr != nil {
+		log.Warn().Err(e.snapErr).Msg("durability off")
+	} else if e.snaps != nil {
+		cfg.Snapshots, cfg.Durability = snapshotStore{e.snaps}, env.Durability
 		cfg.Boot.Durability = env.Durability
 	}
 	if cfg.Boot.Durability == "" {

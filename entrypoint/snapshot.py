@@ -326,7 +326,7 @@ def _write(fd, call):
     out = _Out(fd)
     out.write_all(MAGIC)
     header = {"v": 1, "call": call, "taken": time.time(), "python": "%d.%d.%d" % sys.version_info[:3],
-              "cell": getattr(STATE, "cell", 0), "cells": _cells(), "tools": _saved_names()}
+              "cell": getattr(STATE, "cell", 0), "cells": _cells(), "tools": _saved_names(), "jobs": _jobs_running()}
     out.frame(b"H", json.dumps(header).encode("utf-8", "surrogatepass"))
     Pickler, cp = _pickler_class()
 
@@ -528,6 +528,10 @@ class Snapshotter:
         os.close(w)
         os.close(sw)
         up = {"pid": pid, "call": call, "target": target, "done": threading.Event()}
+        if target is None:
+            # What the next cell is compared with: this state is on its way
+            # (a failure forgets it).
+            self.last = sig
         with self._lock:
             self._busy = up
             self.children.add(pid)
@@ -564,8 +568,6 @@ class Snapshotter:
                                              "taken": summary["taken"], "python": summary["python"]})
             stored = int((end or {}).get("bytes") or offset)
             upload = None
-            if up["target"] is None:
-                self.last = sig
         except _Stalled:
             error, kind = "the snapshot's writer stopped for %ds and was ended" % STALL, "timeout"
         except _ChildFailed as e:
@@ -580,9 +582,10 @@ class Snapshotter:
                     os.close(fd)
                 except OSError:
                     pass
+            if error is not None and up["target"] is None:
+                self.last = None
             if error is not None and waiter is None:
                 # Said before the abort: the next cell's result carries it.
-                self.last = None
                 self._note("call %s's state is not durable: %s" % (call, error))
             if upload is not None:
                 try:
@@ -680,8 +683,10 @@ def _status_text(code):
 
 
 def _signature():
-    """A cheap fingerprint of the session's globals: names and identities."""
-    return tuple((k, id(v)) for k, v in list(NS.items()))
+    """A cheap fingerprint of the globals a snapshot holds: names and
+    identities (the sandbox's own, bound afresh each call, left out)."""
+    bound = getattr(STATE, "bound", ())
+    return tuple((k, id(v)) for k, v in list(NS.items()) if k not in bound and k not in _SKIP)
 
 
 _PURE_CALLS = frozenset(("print", "len", "repr", "type", "display", "dir", "help"))
@@ -722,9 +727,10 @@ def _pure(code):
 
 
 def _jobs_running():
+    """Whether a background job runs (it may change the session at any time)."""
     jobs = sys.modules.get("mcp.jobs")
     try:
-        return jobs is not None and any(j.running for j in list(jobs._JOBS.values()))
+        return bool(jobs is not None and any(j.running for j in list(jobs._JOBS.values())))
     except Exception:
         return True
 
@@ -972,6 +978,8 @@ def restore(params, bound):
         time.strftime("%H:%M:%S", time.gmtime(header.get("taken") or 0)), names, files)
     if params.get("after"):
         note += " after: %s" % params["after"]
+    if header.get("jobs"):
+        note += "; a background job was running when it was taken: what it was writing may be caught mid-update"
     if header.get("python") and header["python"] != "%d.%d.%d" % sys.version_info[:3]:
         note += "; the snapshot was taken on Python %s" % header["python"]
     if left:

@@ -13,6 +13,11 @@
 //   - interrupt (notification): stop the running cell (TMO-2).
 //   - shutdown (notification): exit. The host closes stdin instead, which
 //     the box treats as the same frame.
+//   - snapshot SnapshotParams (request) → the snapshot's summary: take one
+//     now and upload it (durability on exit, before a polite close).
+//
+// A new sandbox's first exec may carry Restore: the session's snapshot,
+// which the box reads (snapshot_read) and loads before the code runs.
 //
 // box → host notifications during an exec: output (a chunk of stdout or
 // stderr), image (a figure or display()ed image), progress. The output not
@@ -38,6 +43,18 @@
 //     until the sandbox ends. Unknown tokens are refused.
 //   - memory_get, memory_put, memory_delete, memory_list, save_tool,
 //     saved_tools, delete_tool: the host's persistent store
+//
+// box → host requests at any time, answered by the sandbox actor for the
+// session that holds the box (actors/durable.go), with or without a call:
+//
+//   - snapshot_begin {call, session?} → {upload, chunk}, snapshot_write
+//     {upload, offset, data}, snapshot_end {upload, call, cell, names,
+//     files, left, taken, python} → {bytes}, snapshot_abort {upload}: one
+//     upload of the session's snapshot at a time, in order, each write at
+//     most chunk bytes (base64 in JSON); session names a new session of
+//     the same principal to create (fork_session)
+//   - snapshot_read {offset, length} → {data}: the snapshot the exec's
+//     Restore offers
 //
 // Errors carry data.kind (ErrorData; LNK-6). Frames over the link's cap are
 // refused (LNK-4); stream.go reads lines with that cap.

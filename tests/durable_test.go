@@ -29,6 +29,8 @@ p = Pt(-3)
 def make(k):
     return lambda v: v * k
 triple = make(3)
+def inc(v):
+    return v + 1
 alias = shared = [1, 2]
 with open('/workspace/notes.txt', 'w') as f:
     f.write('kept')
@@ -118,9 +120,18 @@ func TestDurableSessions(t *testing.T) {
 			t.Errorf("the killing call: %v", sc)
 		}
 		checkRestored(t, b.mustOK(durableCheck), "default", 1, 2)
+		// A restored function's source came back: a traceback shows its
+		// line, and save_tool keeps it.
+		r = b.run("twice(None)")
+		if got := text(t, r); !strings.Contains(got, "return 2 * x + bias") {
+			t.Errorf("a restored function's traceback: %q", got)
+		}
+		if got := b.mustOK("save_tool(inc)\nfrom user_tools import inc as again\nprint(again(1))"); !strings.HasSuffix(got, "2") {
+			t.Errorf("save_tool of a restored function: %q", got)
+		}
 		// Call numbers go on, and the restored session snapshots again.
 		b.mustOK("bias = 10")
-		waitDurable(t, env, "default", 4)
+		waitDurable(t, env, "default", 6)
 	})
 	t.Run("bridge killed", func(t *testing.T) {
 		env := durableEnv(t, nil)
@@ -262,12 +273,12 @@ func TestDurableMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestSnapshotCaps: a session whose snapshot is over MCP_BRIDGE_SNAPSHOT_MAX
+// TestHostileSnapshotCaps: a session whose snapshot is over MCP_BRIDGE_SNAPSHOT_MAX
 // keeps running, and its next result says it is no longer durable and
 // why; a flood of snapshots (runtime.snapshot in a loop) leaves at most one
 // upload on the host at a time and the bridge healthy; the total cap drops
 // the least recently used session's snapshot.
-func TestSnapshotCaps(t *testing.T) {
+func TestHostileSnapshotCaps(t *testing.T) {
 	requirePodman(t)
 	env := durableEnv(t, map[string]string{"MCP_BRIDGE_SNAPSHOT_MAX": "2m", "MCP_BRIDGE_SNAPSHOT_TOTAL": "3m"})
 	b := startBridge(t, env)
@@ -292,6 +303,23 @@ func TestSnapshotCaps(t *testing.T) {
 	if !strings.HasPrefix(got, "30") {
 		t.Errorf("a flood of snapshots: %q", got)
 	}
+	// A 10 GB snapshot from one 100 MB buffer (each reference pickles it
+	// again, out of band): the cap ends its upload, and the session goes on.
+	b.mustOK(`import pickle
+buf = bytearray(100 << 20)
+class Flood:
+    def __reduce_ex__(self, proto):
+        return (bytearray, (pickle.PickleBuffer(buf),))
+flood = [Flood() for _ in range(100)]`)
+	got = ""
+	for i := 0; i < 20 && !strings.Contains(got, "not durable"); i++ {
+		got = b.mustOK("print(len(flood))")
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !strings.Contains(got, "is no longer durable") {
+		t.Errorf("a 10 GB snapshot: %q", got)
+	}
+	b.mustOK("del flood, buf, Flood")
 	files, _ := filepath.Glob(filepath.Join(env["MCP_BRIDGE_STATE_DIR"], ".bridge", "sessions", "*"))
 	var tmp int
 	for _, f := range files {
@@ -343,4 +371,104 @@ func TestSnapshotTampered(t *testing.T) {
 	if !strings.HasPrefix(got, "False\nnote: session 'default' was not restored: its snapshot failed verification") {
 		t.Errorf("a forged snapshot: %q", got)
 	}
+}
+
+// TestServeDurablePrincipals: under bridge serve, two principals' sessions
+// of the same name keep apart across a restart of the server: each comes
+// back to its own state, and neither can fork into the other's.
+func TestServeDurablePrincipals(t *testing.T) {
+	env := durableEnv(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": writeTokens(t, "alice "+aliceToken, "bob "+bobToken)})
+	s := startServe(t, env)
+	alice, bob := s.mustClient(aliceToken), s.mustClient(bobToken)
+	callHTTP(t, alice, map[string]any{"code": "who = 'alice'"})
+	callHTTP(t, bob, map[string]any{"code": "who = 'bob'"})
+	waitFor(t, 10*time.Second, "both snapshots", func() bool {
+		files, _ := filepath.Glob(filepath.Join(env["MCP_BRIDGE_STATE_DIR"], ".bridge", "sessions", "*.snap"))
+		return len(files) == 2
+	})
+	s.stop()
+	s2 := startServe(t, env)
+	for _, c := range []struct{ token, want string }{{aliceToken, "alice"}, {bobToken, "bob"}} {
+		got := text(t, callHTTP(t, s2.mustClient(c.token), map[string]any{"code": "print(who)"}))
+		if !strings.HasPrefix(got, c.want+"\nnote: session 'default' restored to call 1 of 1") {
+			t.Errorf("%s after the restart: %q", c.want, got)
+		}
+	}
+	// bob cannot reach alice's session by any name: a fork makes bob's own.
+	got := text(t, callHTTP(t, s2.mustClient(bobToken), map[string]any{"code": "runtime.fork_session('mine')\nprint('forked')"}))
+	if !strings.HasPrefix(got, "forked") {
+		t.Errorf("bob's fork: %q", got)
+	}
+	got = text(t, callHTTP(t, s2.mustClient(aliceToken), map[string]any{"code": "print('who' in globals())", "session": "mine"}))
+	if got != "False" {
+		t.Errorf("alice's session 'mine' after bob's fork: %q", got)
+	}
+}
+
+// TestChaosDurable: 20 SIGKILLs of the bridge and 20 kills of the session's
+// container, each at a random point after a cell that changed the session
+// (while its snapshot may be on its way). Every time, the next call
+// restores the session to the cell its note names: n, which each cell sets
+// to its own call number, equals the call the note gives, and it is never
+// older than the snapshot stored before the kill.
+func TestChaosDurable(t *testing.T) {
+	requirePodman(t)
+	if testRuntime() == "local" {
+		t.Fatal("needs a container runtime")
+	}
+	env := durableEnv(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
+	b := startBridge(t, env)
+	const cell = "import mcp.runtime as _rt\nn = _rt._CALL['call']\nhist = globals().get('hist', []) + [n]"
+	check := func(what string, before int) {
+		t.Helper()
+		got := b.mustOK("print(n, len(hist))")
+		m := restoredRe.FindStringSubmatch(got)
+		if m == nil {
+			t.Fatalf("%s: no restore note in %q", what, got)
+		}
+		var n, k int
+		fmt.Sscanf(got, "%d %d", &n, &k)
+		if fmt.Sprint(n) != m[2] {
+			t.Errorf("%s: restored n=%d, but the note names call %s: %q", what, n, m[2], got)
+		}
+		if n < before {
+			t.Errorf("%s: restored to call %d, older than the snapshot of call %d stored before the kill", what, n, before)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		b.mustOK(cell)
+		time.Sleep(time.Duration(i%5) * 80 * time.Millisecond)
+		before := storedCall(env, "default")
+		_ = b.cmd.Process.Signal(syscall.SIGKILL)
+		b.Close()
+		b = startBridge(t, env)
+		check(fmt.Sprintf("bridge kill %d", i), before)
+	}
+	for i := 0; i < 20; i++ {
+		b.mustOK(cell)
+		time.Sleep(time.Duration(i%5) * 80 * time.Millisecond)
+		before := storedCall(env, "default")
+		name := oldestContainer(t, b.cmd.Process.Pid)
+		if out, err := exec.Command(runtimeCLI(), "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
+			t.Fatalf("kill %s: %v %s", name, err, out)
+		}
+		check(fmt.Sprintf("container kill %d", i), before)
+	}
+}
+
+// TestDurableOnExit: with MCP_BRIDGE_SESSION_DURABILITY=exit no cell takes
+// a snapshot; the idle end takes one before it closes the container, and
+// the next call restores it.
+func TestDurableOnExit(t *testing.T) {
+	requirePodman(t)
+	env := durableEnv(t, map[string]string{"MCP_BRIDGE_SESSION_DURABILITY": "exit", "MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "2"})
+	b := startBridge(t, env)
+	b.mustOK(durableSetup)
+	time.Sleep(500 * time.Millisecond)
+	if n := storedCall(env, "default"); n != 0 {
+		t.Errorf("a cell took a snapshot (call %d) with durability on exit", n)
+	}
+	waitFor(t, 20*time.Second, "the idle end", func() bool { return strings.Contains(b.stderr.String(), "idle for more than 2s") })
+	waitDurable(t, env, "default", 1)
+	checkRestored(t, b.mustOK(durableCheck), "default", 1, 1)
 }

@@ -49,7 +49,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	bridgeBin := fs.String("bridge", "", "bridge `BINARY` to measure, e.g. an older build for a before/after comparison in one run (default: this one)")
 	previous := fs.String("previous", "", "measure the warm calls of bridge `BINARY` too (latency group), in blocks alternating with this build's: before/after figures from one run")
 	httpServe := fs.Bool("http", false, "measure bridge serve instead: 1, 10 and 50 concurrent HTTP clients, RSS per session and fairness (with --groups, those groups too)")
-	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes only when named: it needs a cluster, KUBECONFIG)")
+	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes and durable only when named: the first needs a cluster, KUBECONFIG, the second writes 200 MB snapshots)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
 	}

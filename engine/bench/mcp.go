@@ -23,13 +23,14 @@ import (
 type proc struct {
 	c   *client.Client
 	pid int
+	env []string // its environment (its state directory, for the durable group)
 }
 
 // startMCP starts argv with env as a stdio MCP server and initializes it
 // with the pinned legacy protocol version; opts configure the client (its
 // handlers, which it then declares).
 func startMCP(ctx context.Context, argv, env []string, opts ...client.ClientOption) (*proc, error) {
-	p := &proc{}
+	p := &proc{env: env}
 	var cmd *exec.Cmd
 	tr := transport.NewStdioWithOptions(argv[0], nil, argv[1:],
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
