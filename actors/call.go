@@ -208,7 +208,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	if got.err == nil {
 		s.replied(&res, got.r, truncated, timedOut)
 		if res.Status == result.StatusTimeout {
-			res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, false, loss != "", call.during)
+			res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, false, false, loss != "", call.during)
 		}
 		return finish(res, sb, reset || got.r.Reset)
 	}
@@ -221,7 +221,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	}
 	s.linkLost(&res, sb, got.err, timedOut || hardKill)
 	if res.Status == result.StatusTimeout {
-		res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, true, false, call.during)
+		res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, true, s.cfg.Durability == DurabilityCell, false, call.during)
 	}
 	return finish(res, nil, false)
 }
@@ -233,7 +233,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 // earlier loss this result reports, so what is kept is this call's state
 // only), how high timeout may go (maxTimeout, MCP_BRIDGE_MAX_TIMEOUT; 0:
 // not known) and runtime.start for work longer than that.
-func timeoutError(t, maxTimeout int, lost, earlier bool, during []string) string {
+func timeoutError(t, maxTimeout int, lost, durable, earlier bool, during []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Execution timed out after %ds", t)
 	atCeiling := maxTimeout > 0 && t >= maxTimeout
@@ -248,6 +248,8 @@ func timeoutError(t, maxTimeout int, lost, earlier bool, during []string) string
 		b.WriteString(" during " + what + joinNames(during, maxNamedCalls))
 	}
 	switch {
+	case lost && durable:
+		b.WriteString("; the cell ignored the interrupt, so the session was restarted: what it built since its last snapshot is lost, and the next call restores that snapshot")
 	case lost:
 		b.WriteString("; the cell ignored the interrupt, so the session was restarted and its state is lost")
 	case earlier:

@@ -42,13 +42,23 @@ func TestTimeoutError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			during := slices.Clone(tt.during)
-			if got := timeoutError(tt.t, tt.max, tt.lost, tt.earlier, during); got != tt.want {
+			if got := timeoutError(tt.t, tt.max, tt.lost, false, tt.earlier, during); got != tt.want {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 			if !slices.Equal(during, tt.during) {
 				t.Errorf("timeoutError changed its argument: %q", during)
 			}
 		})
+	}
+}
+
+// TestTimeoutErrorDurable: with snapshots per cell, a replaced session
+// says what it loses and that the next call restores the last snapshot.
+func TestTimeoutErrorDurable(t *testing.T) {
+	got := timeoutError(2, 120, true, true, false, nil)
+	want := "Execution timed out after 2s; the cell ignored the interrupt, so the session was restarted: what it built since its last snapshot is lost, and the next call restores that snapshot. For longer work, pass a larger timeout (at most 120, MCP_BRIDGE_MAX_TIMEOUT) or start it in the background: job = runtime.start(code), then runtime.result(job) in later calls."
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 

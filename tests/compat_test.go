@@ -108,7 +108,9 @@ except ValueError as e:
 func TestCompatMemoryAndToolsAcrossBridges(t *testing.T) {
 	requirePodman(t)
 	state := t.TempDir()
-	env := map[string]string{"MCP_BRIDGE_STATE_DIR": state}
+	// Memory and tools across bridges; the session "default" the bridges
+	// share through snapshots is TestDurableSessions'.
+	env := map[string]string{"MCP_BRIDGE_STATE_DIR": state, "MCP_BRIDGE_SESSION_DURABILITY": "off"}
 	a := startBridge(t, env)
 	a.mustRun("def double(x):\n    \"\"\"Doubles x.\"\"\"\n    return 2 * x\nPREFIX = 'hi '\ndef greet(name):\n    return PREFIX + name", nil)
 	if got, want := a.mustRun("save_tool(double)", nil), `"Tool 'double' saved. It will be available in future sessions."`; got != want {

@@ -293,7 +293,8 @@ func TestTimeoutNamesToolCall(t *testing.T) {
 // ignores the interrupt gets its container replaced and the result says so.
 func TestTimeoutReplacesSession(t *testing.T) {
 	requirePodman(t)
-	b := startBridge(t, nil)
+	// The loss itself; TestDurableAfterReplacement has the restore.
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	b.run("kept = 'yes'")
 	r := b.call(map[string]any{"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", "timeout": 1})
 	sc := structured(t, r)

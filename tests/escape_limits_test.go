@@ -19,7 +19,8 @@ import (
 // restarted, the bridge and the other sessions keep serving.
 func TestEscapeMemoryLimit(t *testing.T) {
 	requirePodman(t)
-	b := startBridgeLogged(t, map[string]string{"MCP_BRIDGE_MEMORY": "128m"})
+	// The loss; TestDurableMemoryLimit has the restore after an OOM kill.
+	b := startBridgeLogged(t, map[string]string{"MCP_BRIDGE_MEMORY": "128m", "MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	b.call(map[string]any{"code": "bystander = 'here'", "session": "bystander"})
 	b.call(map[string]any{"code": "kept = 1", "session": "hog"})
 	start := time.Now()

@@ -174,7 +174,8 @@ func TestHostileLinkJamRun(t *testing.T) {
 	if testRuntime() == "local" {
 		t.Fatal("needs a container runtime")
 	}
-	b := startBridge(t, nil)
+	// The jammed session starts afresh (no snapshot to restore).
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	removeLeftovers(t, b.cmd.Process.Pid)
 	b.call(map[string]any{"code": "x = 1", "session": "jam"})
 	b.call(map[string]any{"code": "y = 1", "session": "other"})

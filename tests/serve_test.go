@@ -315,7 +315,8 @@ func TestServeLimits(t *testing.T) {
 func TestServeGlobalCap(t *testing.T) {
 	const carolToken = "tok-carol-0b3e"
 	tokens := writeTokens(t, "alice "+aliceToken, "bob "+bobToken, "carol "+carolToken)
-	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens, "MCP_BRIDGE_MAX_SESSIONS": "2"})
+	// The eviction notices; TestDurableAfterReplacement has the restore.
+	s := startServe(t, map[string]string{"MCP_BRIDGE_TOKENS_FILE": tokens, "MCP_BRIDGE_MAX_SESSIONS": "2", "MCP_BRIDGE_SESSION_DURABILITY": "off"})
 	alice, bob, carol := s.mustClient(aliceToken), s.mustClient(bobToken), s.mustClient(carolToken)
 	callHTTP(t, alice, map[string]any{"code": "v = 'alice'"})
 	callHTTP(t, bob, map[string]any{"code": "v = 'bob'"})
