@@ -220,6 +220,14 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 		return finish(res, sb, false)
 	}
 	s.linkLost(&res, sb, got.err, timedOut || hardKill)
+	if st := s.cfg.Snapshots; st != nil {
+		// This call's state is lost: the restore's note counts it
+		// ("restored to call 1 of 2"). A call that ends well records
+		// itself when its snapshot starts (snapshot_begin).
+		if err := st.SetLastCall(s.principal, s.name, n); err != nil {
+			s.log.Debug().Err(err).Msg("snapshot: last call not recorded")
+		}
+	}
 	if res.Status == result.StatusTimeout {
 		res.Error = timeoutError(res.TimeoutSeconds, req.MaxTimeout, true, s.cfg.Durability == DurabilityCell, false, call.during)
 	}

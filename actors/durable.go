@@ -11,13 +11,16 @@ package actors
 // goes on after its cell's result.
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,7 +82,7 @@ const (
 
 // Bounds on what a sandbox's snapshot requests may carry.
 const (
-	maxSnapChunk = 1 << 20
+	maxSnapChunk = 4 << 20
 	maxLeftNames = 64
 	maxLeftBytes = 200
 	// exitSnapshotBound is how long a sandbox closed politely may take to
@@ -106,11 +109,18 @@ type durable struct {
 	mu    sync.Mutex
 	up    *snapUpload    // the upload in progress; one at a time
 	rd    SnapshotReader // the snapshot the restoring call offers
+	// dec is onData's decode buffer, reused: only the link's reader
+	// goroutine touches it.
+	dec []byte
 }
 
 type snapUpload struct {
 	id, target string
 	w          SnapshotWriter
+	// err is why the upload failed while its data lines came (over the
+	// cap, out of order); its next request or snapshot_end returns it.
+	// Guarded by durable.mu.
+	err error
 }
 
 // durableMethods are the sandbox's snapshot requests, answered by the
@@ -168,6 +178,13 @@ func (s *sandbox) snapBegin(params json.RawMessage) (any, error) {
 	if old != nil {
 		old.w.Abort()
 	}
+	if p.Session == nil {
+		// The call this snapshot holds was started: a restore after a
+		// SIGKILL that loses this upload says how far behind it is.
+		if err := st.SetLastCall(o.principal, o.name, p.Call); err != nil {
+			s.log.Debug().Err(err).Msg("snapshot: last call not recorded")
+		}
+	}
 	return protocol.SnapshotBeginResult{Upload: up.id, Chunk: snapChunk(s.cfg.MaxFrame)}, nil
 }
 
@@ -220,16 +237,58 @@ func (s *sandbox) snapWrite(params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(p.Data) > snapChunk(s.cfg.MaxFrame) || p.Offset != up.w.Size() {
-		s.dropUpload(up)
-		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "snapshot_write: out of order or over the chunk size; the upload was dropped")
-	}
-	if _, err := up.w.Write(p.Data); err != nil {
-		s.dropUpload(up)
-		o := s.snap.owner.Load()
-		return nil, LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, fmt.Sprintf("session '%s' is no longer durable: %v", o.name, err))
+	if err := s.writeChunk(up, p.Offset, p.Data); err != nil {
+		return nil, err
 	}
 	return struct{}{}, nil
+}
+
+// writeChunk appends data at offset to up (an empty data only checks the
+// upload: a sync after data lines). A failure drops the upload, whose
+// later requests return the same error.
+func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	if up.err != nil {
+		return up.err
+	}
+	switch {
+	case len(data) > snapChunk(s.cfg.MaxFrame) || offset != up.w.Size():
+		up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "snapshot_write: out of order or over the chunk size; the upload was dropped")
+	case len(data) > 0:
+		if _, err := up.w.Write(data); err != nil {
+			o := s.snap.owner.Load()
+			up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, fmt.Sprintf("session '%s' is no longer durable: %v", o.name, err))
+		}
+	}
+	if up.err != nil {
+		up.w.Abort()
+	}
+	return up.err
+}
+
+// onData takes one data line from the link's reader: "#W <upload>
+// <offset> <base64>", a chunk of the upload in progress. Any other data
+// line, or one for an upload that is not current, is dropped and counted.
+func (s *sandbox) onData(line []byte) {
+	rest, ok := bytes.CutPrefix(line, []byte("#W "))
+	fields := bytes.SplitN(rest, []byte(" "), 3)
+	if !ok || len(fields) != 3 {
+		s.dropped("invalid data line", "")
+		return
+	}
+	offset, err := strconv.ParseInt(string(fields[1]), 10, 64)
+	if need := base64.StdEncoding.DecodedLen(len(fields[2])); cap(s.snap.dec) < need {
+		s.snap.dec = make([]byte, need)
+	}
+	data := s.snap.dec[:cap(s.snap.dec)]
+	n, derr := base64.StdEncoding.Decode(data, fields[2])
+	up, uerr := s.upload(string(fields[0]))
+	if err != nil || derr != nil || uerr != nil {
+		s.dropped("invalid data line", "")
+		return
+	}
+	_ = s.writeChunk(up, offset, data[:n]) // the upload's next request says how it failed
 }
 
 func (s *sandbox) snapEnd(params json.RawMessage) (any, error) {
@@ -243,7 +302,11 @@ func (s *sandbox) snapEnd(params json.RawMessage) (any, error) {
 	}
 	s.snap.mu.Lock()
 	s.snap.up = nil
+	failed := up.err
 	s.snap.mu.Unlock()
+	if failed != nil {
+		return nil, failed
+	}
 	taken := time.Now()
 	if p.Taken > 0 && p.Taken < 1e11 {
 		taken = time.Unix(0, int64(p.Taken*1e9))
@@ -304,7 +367,21 @@ func (s *sandbox) snapRead(params json.RawMessage) (any, error) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, "snapshot: "+err.Error())
 	}
-	return protocol.SnapshotReadResult{Data: buf[:n]}, nil
+	if s.stream == nil { // a sandbox built by hand (unit tests)
+		return protocol.SnapshotReadResult{Data: buf[:n], Bytes: n}, nil
+	}
+	// The bytes go first as a data line "#R <offset> <base64>", which the
+	// sandbox keeps until this reply names them: no JSON parser reads them.
+	line := make([]byte, 0, 24+base64.StdEncoding.EncodedLen(n))
+	line = append(line, "#R "...)
+	line = strconv.AppendInt(line, p.Offset, 10)
+	line = append(line, ' ')
+	line = base64.StdEncoding.AppendEncode(line, buf[:n])
+	line = append(line, '\n')
+	if err := s.stream.WriteLine(line, linkWriteBound); err != nil {
+		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "snapshot: "+err.Error())
+	}
+	return protocol.SnapshotReadResult{Bytes: n}, nil
 }
 
 // endDurable drops what the sandbox's snapshot state holds: an upload

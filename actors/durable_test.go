@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -152,8 +153,36 @@ func TestSnapshotRequests(t *testing.T) {
 		t.Errorf("meta %+v", m)
 	}
 
+	// Data lines: taken in order; one out of order fails the upload, and
+	// its next request says so.
+	res, _ := snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 5})
+	lid := res.(protocol.SnapshotBeginResult).Upload
+	alice.onData([]byte("#W " + lid + " 0 " + base64.StdEncoding.EncodeToString([]byte("gh"))))
+	alice.onData([]byte("#W " + lid + " 2 " + base64.StdEncoding.EncodeToString([]byte("ij"))))
+	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: lid, Offset: 4}); err != nil {
+		t.Errorf("sync after two data lines: %v", err)
+	}
+	if _, err := snapCall(t, alice, protocol.MethodSnapshotEnd, protocol.SnapshotEndParams{Upload: lid, Call: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(st.stored[SessionKey("alice", "s")]); got != "ghij" {
+		t.Errorf("stored from data lines: %q", got)
+	}
+	res, _ = snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 6})
+	lid = res.(protocol.SnapshotBeginResult).Upload
+	alice.onData([]byte("#W " + lid + " 7 " + base64.StdEncoding.EncodeToString([]byte("k"))))
+	if _, err := snapCall(t, alice, protocol.MethodSnapshotEnd, protocol.SnapshotEndParams{Upload: lid, Call: 6}); err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Errorf("end after a data line out of order: %v", err)
+	}
+	if got := string(st.stored[SessionKey("alice", "s")]); got != "ghij" {
+		t.Errorf("a failed upload replaced the snapshot: %q", got)
+	}
+	if err := upload(t, alice, nil, "abc", "def"); err != nil { // as before, for the reads below
+		t.Fatal(err)
+	}
+
 	// Out of order: the upload is dropped.
-	res, _ := snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 4})
+	res, _ = snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 4})
 	id := res.(protocol.SnapshotBeginResult).Upload
 	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 5, Data: []byte("x")}); err == nil {
 		t.Error("a write at the wrong offset was taken")

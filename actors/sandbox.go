@@ -174,8 +174,9 @@ type sandbox struct {
 	broken    chan struct{}
 	breakOnce sync.Once
 	spawned   time.Time
-	weight    cpuWeight // its share of its principal's CPU weight (cpuweight.go)
-	snap      durable   // its snapshot uploads and the snapshot it restores (durable.go)
+	weight    cpuWeight            // its share of its principal's CPU weight (cpuweight.go)
+	snap      durable              // its snapshot uploads and the snapshot it restores (durable.go)
+	stream    *protocol.LineStream // the link's frames; data lines are written on it directly (durable.go)
 	wg        sync.WaitGroup
 }
 
@@ -290,6 +291,8 @@ func startSandbox(cfg *SandboxConfig, session string) (*sandbox, error) {
 	stream := protocol.NewLineStream(link, link, link, cfg.MaxFrame, s.log)
 	stream.BoundWrites(linkWriteBound, func() { s.stallOnce.Do(func() { close(s.stalled) }) })
 	stream.OnSkip(s.dropped)
+	stream.OnData(s.onData)
+	s.stream = stream
 	// Not the link's context: jsonrpc2 closes the link when it ends, and
 	// close hangs up politely first.
 	s.life, s.endLife = context.WithCancelCause(context.Background())

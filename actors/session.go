@@ -194,7 +194,6 @@ func (s *Session) startNext(ctx context.Context) {
 		go func(sb *sandbox) {
 			done := s.runCall(ctx, sb, req, call, loss)
 			req.Reply <- done.result
-			s.noteLastCall(call)
 			out <- done
 		}(s.sb)
 		s.running = out
@@ -296,18 +295,6 @@ func (s *Session) keepAndClose(sb *sandbox) {
 		sb.snapshotBeforeClose()
 		sb.close()
 	}()
-}
-
-// noteLastCall records call as the last one the session started, beside
-// its snapshot, so a restore after the bridge's restart can say how many
-// calls the snapshot is behind.
-func (s *Session) noteLastCall(call int64) {
-	if s.cfg.Snapshots == nil {
-		return
-	}
-	if err := s.cfg.Snapshots.SetLastCall(s.principal, s.name, call); err != nil {
-		s.log.Debug().Err(err).Msg("snapshot: last call not recorded")
-	}
 }
 
 // endSandbox stops the idle sandbox for reason, which the next call reports.

@@ -86,6 +86,10 @@ class Link:
         self._ack_cv = threading.Condition()
         self._consumed = len(pending)
         self._acked = 0
+        # Data lines "#R <offset> <base64>" the host sent ahead of a
+        # snapshot_read reply, by offset, until take_data collects them.
+        self._data = {}
+        self._dlock = threading.Lock()
 
     @staticmethod
     def _encode(obj):
@@ -145,6 +149,33 @@ class Link:
             del result["output"]
         frames = [{"jsonrpc": "2.0", "method": "output", "params": {"call": call, "stream": s, "data": t}} for s, t in runs]
         self.send_frames(frames + [self.reply_frame(id_, result)])
+
+    def send_data(self, line):
+        """Sends one data line (bytes ending in a newline: snapshot bulk
+        that no JSON parser reads), whole, like a frame."""
+        if len(line) > self.max_frame:
+            raise error("Data line of %d bytes exceeds the %d-byte limit" % (len(line), self.max_frame), kind="invalid_arguments")
+        self._write(line)
+
+    def take_data(self, offset):
+        """The bytes of the "#R" data line at offset, which came before the
+        snapshot_read reply that names them; b"" when none did."""
+        with self._dlock:
+            return self._data.pop(offset, b"")
+
+    def _data_line(self, line):
+        if not line.startswith(b"#R "):
+            return
+        head, _, payload = line[3:].partition(b" ")
+        try:
+            import base64
+            data = base64.b64decode(payload.strip(), validate=True)
+            offset = int(head)
+        except ValueError:
+            return
+        with self._dlock:
+            if len(self._data) < 4:  # one read at a time; a few stray ones at most
+                self._data[offset] = data
 
     def notify(self, method, params):
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -245,6 +276,9 @@ class Link:
     def read_loop(self):
         with self._reader() as f:
             for line in self._lines(f):
+                if line[:1] == b"#":
+                    self._data_line(line)
+                    continue
                 try:
                     msg = json.loads(line)
                 except RecursionError:

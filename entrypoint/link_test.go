@@ -193,6 +193,9 @@ func (b *box) next(d time.Duration) map[string]any {
 		if g.err != nil {
 			b.t.Fatalf("reading a frame: %v\nstderr: %s", g.err, b.stderr.String())
 		}
+		if g.line[0] == '#' { // a data line (snapshots)
+			return map[string]any{"dataLine": string(bytes.TrimSpace(g.line))}
+		}
 		var m map[string]any
 		if err := json.Unmarshal(g.line, &m); err != nil {
 			b.t.Fatalf("frame %q: %v", g.line, err)

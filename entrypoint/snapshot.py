@@ -57,6 +57,7 @@ import warnings
 MAGIC = b"BRIDGESNAP1\n"
 WORKSPACE = "/workspace"
 STALL = 60.0  # seconds the uploader waits for the child's next bytes before killing it
+SYNC_EVERY = 16 << 20  # bytes of data lines between two snapshot_write requests
 _HDR = struct.Struct(">Q")
 
 # Set by install (the worker's).
@@ -77,8 +78,8 @@ def install(link, ns, state, error, diag, job_type, mode, max_frame):
     LINK, NS, STATE, ERROR, DIAG, JOB_TYPE, MODE = link, ns, state, error, diag, job_type, mode or "cell"
     # The entrypoint's own tests run it on a host, in a folder of theirs.
     WORKSPACE = os.environ.get("BRIDGE_TEST_WORKSPACE") or WORKSPACE
-    # base64 grows data by 4/3; the rest of the frame is a few hundred bytes.
-    CHUNK = max(4096, min(1 << 20, (max_frame - 4096) * 3 // 4))
+    # base64 grows data by 4/3; the rest of a data line is under a hundred bytes.
+    CHUNK = max(4096, min(4 << 20, (max_frame - 4096) * 3 // 4))
 
 
 # --- references kept by name --------------------------------------------------
@@ -436,7 +437,7 @@ class Snapshotter:
         self._pending = None  # a call whose state awaits a snapshot (the uploader was busy)
         self._notes = []  # for the next result
         self.children = set()  # pids of snapshot children, spared by _kill_descendants
-        self.last = None  # (ns signature) of the last snapshot taken
+        self.last = None  # True once a snapshot was taken (or is on its way) and has not failed
 
     def notes(self):
         with self._lock:
@@ -460,14 +461,17 @@ class Snapshotter:
         reset, or the cell cannot have changed anything (cheap checks only)."""
         if MODE != "cell" or reset:
             return
-        sig = _signature()
-        if sig == self.last and not _jobs_running() and _pure(code):
+        # A cell that only shows names and constants cannot have changed the
+        # globals (a job could have), so the snapshot taken or on its way
+        # holds them: no signature to compute, the common print() costs a
+        # dict lookup.
+        if self.last is not None and _pure(code) and not _jobs_running():
             return
         with self._lock:
             if self._busy is not None:
                 self._pending = call
                 return
-        self._start(call, None, None, sig)
+        self._start(call, None, None)
 
     def idle(self):
         """Called by the main thread between cells: takes the snapshot a
@@ -476,7 +480,7 @@ class Snapshotter:
             if self._pending is None or self._busy is not None:
                 return
             call, self._pending = self._pending, None
-        self._start(call, None, None, _signature())
+        self._start(call, None, None)
 
     def take(self, call, target=None, timeout=None):
         """Takes a snapshot now and waits for it (runtime.snapshot,
@@ -492,17 +496,22 @@ class Snapshotter:
                 raise ERROR("a snapshot is still being written; try again", kind="timeout")
         done = threading.Event()
         box = {}
-        self._start(call, target, (done, box), _signature() if target is None else None)
+        self._start(call, target, (done, box))
         if not done.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
             raise ERROR("the snapshot did not finish in time", kind="timeout")
         if "error" in box:
             raise ERROR(box["error"], kind=box.get("kind") or "server_error")
         return box["summary"]
 
-    def _start(self, call, target, waiter, sig):
+    def _start(self, call, target, waiter):
         _pickler_class()  # imports cloudpickle here once, not in every child
         r, w = os.pipe()
         sr, sw = os.pipe()
+        try:
+            import fcntl
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)  # fewer, larger reads
+        except (ImportError, AttributeError, OSError):
+            pass
         try:
             with warnings.catch_warnings():
                 # Python 3.12+ warns about forking a threaded process; the
@@ -529,16 +538,16 @@ class Snapshotter:
         os.close(sw)
         up = {"pid": pid, "call": call, "target": target, "done": threading.Event()}
         if target is None:
-            # What the next cell is compared with: this state is on its way
-            # (a failure forgets it).
-            self.last = sig
+            # This state is on its way (a failure forgets it): a cell that
+            # changes nothing needs no other.
+            self.last = True
         with self._lock:
             self._busy = up
             self.children.add(pid)
-        t = threading.Thread(target=self._upload, args=(up, r, sr, waiter, sig), name="snapshot", daemon=True)
+        t = threading.Thread(target=self._upload, args=(up, r, sr, waiter), name="snapshot", daemon=True)
         t.start()
 
-    def _upload(self, up, r, sr, waiter, sig):
+    def _upload(self, up, r, sr, waiter):
         pid, call = up["pid"], up["call"]
         import base64
         upload, error, kind, summary, stored = None, None, None, None, 0
@@ -546,15 +555,22 @@ class Snapshotter:
             begin = LINK.call("snapshot_begin", {"call": call, "session": up["target"]})
             upload = begin["upload"]
             chunk = min(CHUNK, int(begin.get("chunk") or CHUNK))
-            offset = 0
+            offset, synced = 0, 0
+            prefix = ("#W %s " % upload).encode("ascii")
             while True:
                 data = _read_chunk(r, chunk)
                 if data is None:
                     raise _Stalled()
                 if not data:
                     break
-                LINK.call("snapshot_write", {"upload": upload, "offset": offset, "data": base64.b64encode(data).decode("ascii")})
+                # A data line: no JSON on either side for the bulk.
+                LINK.send_data(b"".join((prefix, str(offset).encode("ascii"), b" ", base64.b64encode(data), b"\n")))
                 offset += len(data)
+                if offset - synced >= SYNC_EVERY:
+                    # Learns whether the lines were taken (a cap stops the
+                    # upload early); paces the writer to the host.
+                    LINK.call("snapshot_write", {"upload": upload, "offset": offset})
+                    synced = offset
             status = _reap(pid)
             info = _read_all(sr)
             try:
@@ -682,13 +698,6 @@ def _status_text(code):
     return "its process exited with code %d" % code
 
 
-def _signature():
-    """A cheap fingerprint of the globals a snapshot holds: names and
-    identities (the sandbox's own, bound afresh each call, left out)."""
-    bound = getattr(STATE, "bound", ())
-    return tuple((k, id(v)) for k, v in list(NS.items()) if k not in bound and k not in _SKIP)
-
-
 _PURE_CALLS = frozenset(("print", "len", "repr", "type", "display", "dir", "help"))
 
 
@@ -706,9 +715,21 @@ def _simple(node):
     return False
 
 
+_PURE = {}  # code → _pure(code), for the cells sent again and again
+
+
 def _pure(code):
     """True when the cell can change nothing: only expressions that print
     or show names and constants (print(1), df, f"{x}")."""
+    hit = _PURE.get(code)
+    if hit is None:
+        if len(_PURE) >= 64:
+            _PURE.clear()
+        hit = _PURE[code] = _pure_tree(code)
+    return hit
+
+
+def _pure_tree(code):
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -755,7 +776,8 @@ class _Pull:
                 import base64
                 want = min(CHUNK, self.size - self.offset)
                 reply = LINK.call("snapshot_read", {"offset": self.offset, "length": want})
-                data = base64.b64decode(reply.get("data") or "")
+                # The bytes came just before the reply, as a data line.
+                data = base64.b64decode(reply["data"]) if reply.get("data") else LINK.take_data(self.offset)
                 if not data:
                     raise ValueError("the host sent no data at offset %d" % self.offset)
                 self.offset += len(data)

@@ -31,6 +31,14 @@ func (h *snapHost) serve(b *box, id int, wait bool) (reply map[string]any, outpu
 		var result any = map[string]any{"tools": []any{}}
 		var errMsg string
 		switch {
+		case m["dataLine"] != nil:
+			f := strings.SplitN(m["dataLine"].(string), " ", 4)
+			data, err := base64.StdEncoding.DecodeString(f[3])
+			if f[0] != "#W" || err != nil || f[2] != fmt.Sprint(len(h.up)) {
+				b.t.Fatalf("data line %.80q: %v (have %d bytes)", m["dataLine"], err, len(h.up))
+			}
+			h.up = append(h.up, data...)
+			continue
 		case m["method"] == "output":
 			output += fmt.Sprint(params["data"])
 			continue
@@ -44,14 +52,9 @@ func (h *snapHost) serve(b *box, id int, wait bool) (reply map[string]any, outpu
 			h.up = nil
 			result = map[string]any{"upload": "u1", "chunk": 65536}
 		case m["method"] == "snapshot_write":
-			data, err := base64.StdEncoding.DecodeString(fmt.Sprint(params["data"]))
-			if err != nil {
-				b.t.Fatalf("snapshot_write data: %v", err)
-			}
 			if int(params["offset"].(float64)) != len(h.up) {
 				b.t.Fatalf("snapshot_write at %v, want %d", params["offset"], len(h.up))
 			}
-			h.up = append(h.up, data...)
 			errMsg = h.refuse
 		case m["method"] == "snapshot_end":
 			h.stored, h.end = h.up, params
@@ -62,7 +65,12 @@ func (h *snapHost) serve(b *box, id int, wait bool) (reply map[string]any, outpu
 		case m["method"] == "snapshot_read":
 			h.reads++
 			off, n := int(params["offset"].(float64)), int(params["length"].(float64))
-			result = map[string]any{"data": base64.StdEncoding.EncodeToString(h.offered[off:min(off+n, len(h.offered))])}
+			data := h.offered[off:min(off+n, len(h.offered))]
+			line := fmt.Sprintf("#R %d %s\n", off, base64.StdEncoding.EncodeToString(data))
+			if _, err := b.in.Write([]byte(line)); err != nil {
+				b.t.Fatal(err)
+			}
+			result = map[string]any{"bytes": len(data)}
 		}
 		if errMsg != "" {
 			b.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "error": map[string]any{"code": -32002, "message": errMsg}})
@@ -126,7 +134,7 @@ func TestBoxSnapshotRoundTrip(t *testing.T) {
 	}
 
 	h.refuse = "session 's' is no longer durable: its snapshot is over MCP_BRIDGE_SNAPSHOT_MAX (1m)"
-	b.send(execFrame(2, "more = 1"))
+	b.send(execFrame(2, "more = bytearray(20 << 20)"))
 	h.serve(b, 2, true)
 	b.send(execFrame(3, "print(more)"))
 	reply, _ = h.serve(b, 3, false)

@@ -320,7 +320,7 @@ class Runner:
         try:
             _raise_if_cancelled()
             note, _ = SNAP_MOD.restore(params, {k: self.ns[k] for k in STATE.bound if k in self.ns})
-            SNAP.last = SNAP_MOD._signature()
+            SNAP.last = True  # the state is the snapshot's
             return [note], False
         except KeyboardInterrupt:
             return ["the call was interrupted while session '%s' was being restored; it starts empty" % (

@@ -192,11 +192,14 @@ type SnapshotBeginResult struct {
 }
 
 // SnapshotWriteParams appends Data (base64 in JSON) at Offset, which must
-// be the upload's size so far.
+// be the upload's size so far. The sandbox sends its data as data lines
+// ("#W <upload> <offset> <base64>", stream.go) instead, and this request
+// without Data now and then to learn whether they were taken: it fails
+// once the upload has (over the cap, out of order).
 type SnapshotWriteParams struct {
 	Upload string `json:"upload"`
 	Offset int64  `json:"offset"`
-	Data   []byte `json:"data"`
+	Data   []byte `json:"data,omitempty"`
 }
 
 // SnapshotEndParams completes an upload with what the sandbox counted.
@@ -227,10 +230,13 @@ type SnapshotReadParams struct {
 	Length int   `json:"length"`
 }
 
-// SnapshotReadResult carries the bytes read (base64 in JSON); fewer than
-// asked only at the end.
+// SnapshotReadResult says how many bytes were read (fewer than asked only
+// at the end). They come just before it as a data line "#R <offset>
+// <base64>" (stream.go); Data carries them only where there is no line
+// stream (unit tests).
 type SnapshotReadResult struct {
-	Data []byte `json:"data"`
+	Bytes int    `json:"bytes"`
+	Data  []byte `json:"data,omitempty"`
 }
 
 // SnapshotParams asks the sandbox for a snapshot now (durability on exit),

@@ -40,11 +40,27 @@ type LineStream struct {
 	// skipped, when set, is told of each skipped or discarded line instead
 	// of the log (OnSkip).
 	skipped func(reason, detail string)
+	// data, when set, takes each data line (OnData).
+	data func(line []byte)
+}
+
+// DataLinePrefix starts a data line: bulk bytes (a snapshot's) that cross
+// the link as "#<tag> <fields> <base64>" outside JSON-RPC, so no JSON
+// parser reads them. Tags: W (box→host, snapshot_write's data) and R
+// (host→box, snapshot_read's). Each is capped like any frame.
+const DataLinePrefix = '#'
+
+// OnData makes the stream hand each data line (DataLinePrefix) to f, on
+// the reading goroutine, instead of treating it as a bad frame. Call it
+// before the stream is used.
+func (s *LineStream) OnData(f func(line []byte)) {
+	s.data = f
 }
 
 // NewLineStream reads frames from r and writes them to w; Close closes c.
 func NewLineStream(r io.Reader, w io.Writer, c io.Closer, maxFrame int, log zerolog.Logger) *LineStream {
-	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: c, maxFrame: maxFrame, log: log}
+	// 256 KiB: a data line of a few MiB is read in few slices.
+	return &LineStream{r: bufio.NewReaderSize(r, 256<<10), w: w, closer: c, maxFrame: maxFrame, log: log}
 }
 
 // BoundWrites makes every write give up after d when w supports write
@@ -134,6 +150,10 @@ func (s *LineStream) ReadObject(v any) error {
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
+			continue
+		}
+		if line[0] == DataLinePrefix && s.data != nil {
+			s.data(line)
 			continue
 		}
 		if !looksLikeJSONRPC(line) {

@@ -323,12 +323,12 @@ flood = [Flood() for _ in range(100)]`)
 	files, _ := filepath.Glob(filepath.Join(env["MCP_BRIDGE_STATE_DIR"], ".bridge", "sessions", "*"))
 	var tmp int
 	for _, f := range files {
-		if strings.Contains(filepath.Base(f), "tmp") {
+		if strings.Contains(filepath.Base(f), ".snap.tmp-") {
 			tmp++
 		}
 	}
-	if tmp > 1 {
-		t.Errorf("%d temporary uploads left: %v", tmp, files)
+	if tmp > 1 { // the snapshot after the flood's cell may be on its way
+		t.Errorf("%d uploads at once: %v", tmp, files)
 	}
 	// Two more sessions of 1.2 MB each: the total cap (3m) keeps two.
 	b.mustOKIn("s1", "import os\nblob = os.urandom(1200 << 10)")

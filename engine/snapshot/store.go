@@ -274,11 +274,10 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 	m.LastCall = max(m.LastCall, m.Call)
 	m.Left = slices.Clone(m.Left)
 	m.MAC = hex.EncodeToString(sealMAC(w.mac, w.n, m.Call, m.Taken))
-	// The data reaches the disk before the rename makes it the snapshot.
-	err := w.f.Sync()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
+	// No fsync: a snapshot must survive the bridge's or the sandbox's death,
+	// which the page cache does. After a power loss the file may be short
+	// or empty; its MAC then fails, and it is refused, never loaded.
+	err := w.f.Close()
 	if err != nil {
 		return Meta{}, w.fail(fmt.Errorf("snapshot: %w", err))
 	}
