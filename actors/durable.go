@@ -254,7 +254,8 @@ func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
 	}
 	switch {
 	case len(data) > snapChunk(s.cfg.MaxFrame) || offset != up.w.Size():
-		up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, "snapshot_write: out of order or over the chunk size; the upload was dropped")
+		up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
+			"its data came out of order or over the chunk size (something else wrote on the link), and the upload was dropped")
 	case len(data) > 0:
 		if _, err := up.w.Write(data); err != nil {
 			o := s.snap.owner.Load()

@@ -417,7 +417,9 @@ print('junk written')`
 	if got := text(t, b.call(map[string]any{"code": code, "timeout": 60})); got != "junk written" {
 		t.Errorf("junk lines on the frame pipes (%v): %q", time.Since(start).Round(time.Millisecond), got)
 	}
-	if got := b.mustOK("print(kept)"); got != "yes" {
+	// The junk may cut through the snapshot on its way: the next result
+	// then says that call is not durable, and the session goes on.
+	if got := b.mustOK("print(kept)"); got != "yes" && !strings.HasPrefix(got, "yes\nnote: call ") {
 		t.Errorf("after the floods: %q", got)
 	}
 	// A junk line without its newline swallows the sandbox's next frame
