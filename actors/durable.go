@@ -259,7 +259,8 @@ func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
 	case len(data) > 0:
 		if _, err := up.w.Write(data); err != nil {
 			o := s.snap.owner.Load()
-			up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments, fmt.Sprintf("session '%s' is no longer durable: %v", o.name, err))
+			up.err = LinkError(protocol.CodeInvalidArguments, protocol.KindInvalidArguments,
+				fmt.Sprintf("session '%s' is no longer durable: %v; keep less in it (del what you no longer need) or raise the cap", o.name, err))
 		}
 	}
 	if up.err != nil {
