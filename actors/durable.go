@@ -237,14 +237,14 @@ func (s *sandbox) snapWrite(params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeChunk(up, p.Offset, p.Data); err != nil {
+	if err := s.writeChunk(up, p.Offset, nil); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
 }
 
-// writeChunk appends data at offset to up (an empty data only checks the
-// upload: a sync after data lines). A failure drops the upload, whose
+// writeChunk appends data at offset to up (no data only checks the upload:
+// snapshot_write, a sync after data lines). A failure drops the upload, whose
 // later requests return the same error.
 func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
 	s.snap.mu.Lock()

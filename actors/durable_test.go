@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -126,10 +127,11 @@ func upload(t *testing.T, sb *sandbox, target *string, chunks ...string) error {
 	id := res.(protocol.SnapshotBeginResult).Upload
 	var off int64
 	for _, c := range chunks {
-		if _, err := snapCall(t, sb, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: off, Data: []byte(c)}); err != nil {
+		sb.onData([]byte(fmt.Sprintf("#W %s %d %s", id, off, base64.StdEncoding.EncodeToString([]byte(c)))))
+		off += int64(len(c))
+		if _, err := snapCall(t, sb, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: off}); err != nil {
 			return err
 		}
-		off += int64(len(c))
 	}
 	_, err = snapCall(t, sb, protocol.MethodSnapshotEnd, protocol.SnapshotEndParams{Upload: id, Call: 3, Cell: 2, Names: 1, Left: []string{"fh (open file)"}, Taken: float64(time.Now().Unix()), Python: "3.13.5"})
 	return err
@@ -184,10 +186,11 @@ func TestSnapshotRequests(t *testing.T) {
 	// Out of order: the upload is dropped.
 	res, _ = snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 4})
 	id := res.(protocol.SnapshotBeginResult).Upload
-	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 5, Data: []byte("x")}); err == nil {
-		t.Error("a write at the wrong offset was taken")
+	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 5}); err == nil {
+		t.Error("a check at the wrong offset passed")
 	}
-	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 0, Data: []byte("x")}); err == nil {
+	alice.onData([]byte("#W " + id + " 0 " + base64.StdEncoding.EncodeToString([]byte("x"))))
+	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 1}); err == nil {
 		t.Error("the dropped upload took a write")
 	}
 

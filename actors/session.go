@@ -219,7 +219,7 @@ func (s *Session) finished(done callDone) {
 	s.sb = done.sb
 	s.lastUsed = time.Now()
 	if done.reset && s.sb != nil {
-		s.closeAsync(s.sb) // SES-4: fresh state next call, no stateLost
+		s.closeAsync(s.sb, false) // SES-4: fresh state next call, no stateLost
 		s.sb = nil
 	}
 }
@@ -270,29 +270,22 @@ func (s *Session) shutdown() {
 // dropSandbox closes the sandbox the session holds, if any.
 func (s *Session) dropSandbox() {
 	if s.sb != nil {
-		s.keepAndClose(s.sb)
+		s.closeAsync(s.sb, true)
 		s.sb = nil
 	}
 }
 
 // closeAsync closes sb beside the actor, which stays responsive meanwhile;
-// Serve waits for it before it returns.
-func (s *Session) closeAsync(sb *sandbox) {
-	s.closing.Add(1)
-	go func() {
-		defer s.closing.Done()
-		sb.close()
-	}()
-}
-
-// keepAndClose closes sb as closeAsync does, after its session's snapshot
-// when durability is on exit (the sandbox's end is polite: idle, evicted,
+// Serve waits for it before it returns. keep first takes the session's
+// snapshot when durability is on exit (the end is polite: idle, evicted,
 // the bridge stopping).
-func (s *Session) keepAndClose(sb *sandbox) {
+func (s *Session) closeAsync(sb *sandbox, keep bool) {
 	s.closing.Add(1)
 	go func() {
 		defer s.closing.Done()
-		sb.snapshotBeforeClose()
+		if keep {
+			sb.snapshotBeforeClose()
+		}
 		sb.close()
 	}()
 }
@@ -300,7 +293,7 @@ func (s *Session) keepAndClose(sb *sandbox) {
 // endSandbox stops the idle sandbox for reason, which the next call reports.
 func (s *Session) endSandbox(reason string) {
 	s.log.Info().Str("reason", reason).Msg("session ended")
-	s.keepAndClose(s.sb)
+	s.closeAsync(s.sb, true)
 	s.sb = nil
 	s.loss = reason
 }
@@ -309,6 +302,6 @@ func (s *Session) endSandbox(reason string) {
 func (s *Session) noteExit(sb *sandbox) {
 	s.loss = exitReason(sb)
 	s.log.Warn().Int("exitCode", sb.exitCode()).Msg("sandbox exited while idle")
-	s.closeAsync(sb)
+	s.closeAsync(sb, false)
 	s.sb = nil
 }

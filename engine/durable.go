@@ -61,7 +61,7 @@ func (a snapshotStore) Create(principal, session string) (actors.SnapshotWriter,
 	if err != nil {
 		return nil, err
 	}
-	return snapshotWriter{w: w, s: a.s, principal: principal, session: session}, nil
+	return snapshotWriter{w}, nil
 }
 
 func (a snapshotStore) Open(principal, session string) (actors.SnapshotReader, error) {
@@ -86,25 +86,15 @@ func (a snapshotStore) SetLastCall(principal, session string, n int64) error {
 
 func (a snapshotStore) Delete(principal, session string) error { return a.s.Delete(principal, session) }
 
-type snapshotWriter struct {
-	w                  *snapshot.Writer
-	s                  *snapshot.Store
-	principal, session string
-}
+type snapshotWriter struct{ w *snapshot.Writer }
 
 func (w snapshotWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (w snapshotWriter) Size() int64                 { return w.w.Size() }
 func (w snapshotWriter) Abort()                      { w.w.Abort() }
 
-// Commit keeps the last call the session started: a snapshot uploaded
-// while the next call runs must not move it back.
 func (w snapshotWriter) Commit(m actors.SnapshotMeta) (actors.SnapshotMeta, error) {
-	last := m.LastCall
-	if old, ok := w.s.Stat(w.principal, w.session); ok {
-		last = max(last, old.LastCall)
-	}
 	got, err := w.w.Commit(snapshot.Meta{
-		Call: m.Call, LastCall: last, Cell: m.Cell, Taken: m.Taken, Names: m.Names, Files: m.Files, Left: m.Left, Image: m.Image,
+		Call: m.Call, LastCall: m.LastCall, Cell: m.Cell, Taken: m.Taken, Names: m.Names, Files: m.Files, Left: m.Left, Image: m.Image,
 	})
 	return metaOf(got), err
 }

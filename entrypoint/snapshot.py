@@ -940,7 +940,7 @@ class _TarIn:
 
 def restore(params, bound):
     """Loads the snapshot the host offers (params: size, call, lastCall)
-    into the session; returns (note, last cell number). Runs in the first
+    into the session; returns the note. Runs in the first
     cell of a new sandbox, on the main thread, interruptible like a cell."""
     _BOUND.clear()
     _BOUND.update(bound)
@@ -1008,7 +1008,7 @@ def restore(params, bound):
         note += "; not restored: " + ", ".join(left[:20])
         if len(left) > 20:
             note += " and %d more" % (len(left) - 20)
-    return note, int(header.get("cell") or 0)
+    return note
 
 
 def _load_label(e):

@@ -319,7 +319,7 @@ class Runner:
         STATE.in_cell = True
         try:
             _raise_if_cancelled()
-            note, _ = SNAP_MOD.restore(params, {k: self.ns[k] for k in STATE.bound if k in self.ns})
+            note = SNAP_MOD.restore(params, {k: self.ns[k] for k in STATE.bound if k in self.ns})
             SNAP.last = True  # the state is the snapshot's
             return [note], False
         except KeyboardInterrupt:

@@ -47,11 +47,12 @@
 // box → host requests at any time, answered by the sandbox actor for the
 // session that holds the box (actors/durable.go), with or without a call:
 //
-//   - snapshot_begin {call, session?} → {upload, chunk}, snapshot_write
-//     {upload, offset, data}, snapshot_end {upload, call, cell, names,
+//   - snapshot_begin {call, session?} → {upload, chunk}, data lines "#W
+//     <upload> <offset> <base64>" (stream.go), snapshot_write {upload,
+//     offset} to check them now and then, snapshot_end {upload, call, cell, names,
 //     files, left, taken, python} → {bytes}, snapshot_abort {upload}: one
 //     upload of the session's snapshot at a time, in order, each write at
-//     most chunk bytes (base64 in JSON); session names a new session of
+//     most chunk bytes; session names a new session of
 //     the same principal to create (fork_session)
 //   - snapshot_read {offset, length} → {data}: the snapshot the exec's
 //     Restore offers

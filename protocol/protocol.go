@@ -191,15 +191,13 @@ type SnapshotBeginResult struct {
 	Chunk  int    `json:"chunk"`
 }
 
-// SnapshotWriteParams appends Data (base64 in JSON) at Offset, which must
-// be the upload's size so far. The sandbox sends its data as data lines
-// ("#W <upload> <offset> <base64>", stream.go) instead, and this request
-// without Data now and then to learn whether they were taken: it fails
-// once the upload has (over the cap, out of order).
+// SnapshotWriteParams checks an upload whose data the sandbox sends as
+// data lines ("#W <upload> <offset> <base64>", stream.go): it fails once
+// the upload has (over the cap, out of order), and Offset must be the
+// upload's size so far.
 type SnapshotWriteParams struct {
 	Upload string `json:"upload"`
 	Offset int64  `json:"offset"`
-	Data   []byte `json:"data,omitempty"`
 }
 
 // SnapshotEndParams completes an upload with what the sandbox counted.

@@ -257,7 +257,8 @@ func (w *Writer) Size() int64 {
 
 // Commit stores the snapshot in place of the session's previous one, then
 // drops the least recently used others while Caps.Total is exceeded. From m
-// it keeps Call, Cell, Taken, Names, Files, Left, Image and LastCall (raised to at
+// it keeps Call, Cell, Taken, Names, Files, Left, Image and LastCall (raised to the
+// stored one's and to at
 // least Call); it fills Principal, Session, Bytes, Used and MAC. It returns
 // the stored Meta. The Writer is finished afterwards, whatever the outcome.
 func (w *Writer) Commit(m Meta) (Meta, error) {
@@ -283,6 +284,11 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 	}
 	snap, side := s.path(w.id, extSnap), s.path(w.id, extMeta)
 	err = s.locked(w.id, func() error {
+		// A SetLastCall since this upload began (the next call's
+		// snapshot started) must not move back.
+		if old, _, err := s.readMeta(w.id); err == nil && old.Principal == m.Principal && old.Session == m.Session {
+			m.LastCall = max(m.LastCall, old.LastCall)
+		}
 		m.Used = s.now().Round(0)
 		raw, err := json.Marshal(m)
 		if err != nil {

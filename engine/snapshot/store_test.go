@@ -663,6 +663,10 @@ func TestSetLastCall(t *testing.T) {
 	if got, m := get(t, s, "p", "s"); string(got) != "x" || m.LastCall != 12 || m.Call != 5 {
 		t.Errorf("Open after SetLastCall = %q, call %d, last %d", got, m.Call, m.LastCall)
 	}
+	// A snapshot committed after a later call started keeps that call.
+	if m := put(t, s, "p", "s", 8, []byte("y")); m.LastCall != 12 {
+		t.Errorf("a commit of call 8 after SetLastCall(12): LastCall = %d, want 12", m.LastCall)
+	}
 }
 
 func TestStat(t *testing.T) {
