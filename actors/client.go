@@ -13,8 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// childProtocolVersion is pinned for children (PXY-2): asking for a legacy
-// version skips mcp-go's multi-second server/discover probe.
+// childProtocolVersion is what initialize asks a server for (PXY-2):
+// pinning the legacy revision skips mcp-go's own server/discover probe;
+// era.go reaches modern servers.
 const childProtocolVersion = "2025-11-25"
 
 // Restart policy (PXY-3).
@@ -66,10 +67,24 @@ type ToolInfo struct {
 	Skip string
 }
 
-// CatalogStore persists each server's tools/list by config hash (PXY-8).
+// ServerCatalog is what the disk remembers of a server (PXY-8): its tools/list,
+// and how it was last reached.
+type ServerCatalog struct {
+	Tools []ToolInfo
+	// Version is the server's own, from its serverInfo.
+	Version string
+	// Era is the generation it was last reached with, Protocol the
+	// revision (modern only), Probed when the era was last found by
+	// probing rather than remembered; zero before a first start.
+	Era      Era
+	Protocol string
+	Probed   time.Time
+}
+
+// CatalogStore persists each server's catalog by config hash (PXY-8).
 type CatalogStore interface {
-	Load(hash string) ([]ToolInfo, bool)
-	Save(hash, version string, tools []ToolInfo)
+	Load(hash string) (ServerCatalog, bool)
+	Save(hash string, c ServerCatalog)
 }
 
 // ChildRegistry records stdio children on disk, so a bridge started after
@@ -125,6 +140,10 @@ type Client struct {
 	// state is what the actor last reported about its process, for
 	// readers that must not wait on the actor (search). Written by Serve.
 	state atomic.Pointer[ClientState]
+	// reached is how the server was last reached (its catalog without the
+	// tools), for describe_server and doctor; nil before a catalog or a
+	// start says.
+	reached atomic.Pointer[ServerCatalog]
 	// removed is why a reload stops this actor: written once by the servers
 	// manager (retire) before it removes the actor's supervisor, read by
 	// callers whose call fails; Serve never touches it.
@@ -240,6 +259,25 @@ func (c *Client) publish() {
 	c.state.Store(s)
 }
 
+// Reached is how the server was last reached (ServerCatalog.DescribeEra),
+// without its tools; the zero value before anything is known. It never
+// waits on the actor.
+func (c *Client) Reached() ServerCatalog {
+	if c == nil {
+		return ServerCatalog{}
+	}
+	if r := c.reached.Load(); r != nil {
+		return *r
+	}
+	return ServerCatalog{}
+}
+
+// remember publishes cat for Reached.
+func (c *Client) remember(cat ServerCatalog) {
+	cat.Tools = nil
+	c.reached.Store(&cat)
+}
+
 // Tools returns the server's tools, starting it if needed.
 func (c *Client) Tools(ctx context.Context) ([]ToolInfo, error) {
 	r, err := c.use(ctx)
@@ -292,14 +330,18 @@ func (c *Client) roundTrip(ctx context.Context, method string, params func(token
 	}
 	cctx, untrack := r.conn.track(ctx, cctx, c.spec.Name, method)
 	r.conn.inflight.Add(1)
-	res, err := r.conn.requestID(cctx, id, method, params(token))
+	x := &exchange{conn: r.conn, method: method, params: params(token), id: id}
+	res, err := r.conn.requestID(cctx, id, method, x.params)
+	if err == nil {
+		res, err = x.follow(cctx, res, onProgress) // a modern server's rounds and tasks (mrtr.go)
+	}
 	r.conn.inflight.Add(-1)
 	untrack()
 	if err == nil {
 		r.conn.served.Store(true)
 		return res, nil
 	}
-	return nil, c.failed(ctx, cctx, r.conn, err, what, timeout, limit, func(reason string) { r.conn.cancelRequest(id, reason) })
+	return nil, c.failed(ctx, cctx, r.conn, err, what, timeout, limit, x.cancel)
 }
 
 // failed is the error of a request on conn that failed with err under

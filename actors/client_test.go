@@ -20,8 +20,8 @@ import (
 // noStore is a catalog store that keeps nothing.
 type noStore struct{}
 
-func (noStore) Load(string) ([]ToolInfo, bool)  { return nil, false }
-func (noStore) Save(string, string, []ToolInfo) {}
+func (noStore) Load(string) (ServerCatalog, bool) { return ServerCatalog{}, false }
+func (noStore) Save(string, ServerCatalog)        {}
 
 // fakeHTTPServer is an in-process streamable-HTTP MCP server: echo answers
 // "ok"; liar fails with a message that reads like the bridge's own timeout;
@@ -65,7 +65,7 @@ func startClient(t *testing.T, spec ServerSpec, onTools func(name, hash string, 
 // server on first use, not in the background as soon as it runs.
 type knownStore struct{ noStore }
 
-func (knownStore) Load(string) ([]ToolInfo, bool) { return nil, true }
+func (knownStore) Load(string) (ServerCatalog, bool) { return ServerCatalog{}, true }
 
 // TestClientRestartsCleanAfterPanic: suture restarts a client actor that
 // panicked; the restarted actor starts a fresh connection instead of handing

@@ -107,8 +107,9 @@ func (c *Client) stop(ctx context.Context, cancelRun context.CancelFunc) {
 // the server in the background now, so the first search finds the tools
 // instead of waiting for them.
 func (c *Client) loadCatalog(ctx context.Context) {
-	if tools, ok := c.deps.Store.Load(c.spec.Hash); ok {
-		c.tools = tools
+	if cat, ok := c.deps.Store.Load(c.spec.Hash); ok {
+		c.tools = cat.Tools
+		c.remember(cat)
 	} else if ctx.Err() == nil {
 		c.Kick()
 	}
@@ -399,7 +400,7 @@ func (c *Client) refreshTools(ctx context.Context, conn *serverConn) {
 		return
 	}
 	c.deps.panicAt.at("refresh")
-	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
+	c.deps.Store.Save(c.spec.Hash, conn.catalog(tools))
 	select {
 	case c.events <- toolsRefreshed{conn, tools}:
 	case <-ctx.Done():

@@ -69,7 +69,7 @@ func TestStartRefusedByServerIsOneError(t *testing.T) {
 		name, errFrame, want string
 	}{
 		{"unsupported version", `{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2025-11-25"}}`,
-			"it refused MCP protocol version 2025-11-25, the one the bridge speaks to servers, and supports only 2026-07-28 (-32022); pin a release"},
+			"it refused initialize for MCP 2025-11-25 (-32022), and its server/discover for 2026-07-28 failed too"},
 		{"unsupported version, junk data", `{"code":-32022,"message":"no","data":[1,{"x":null},"s"]}`, "and supports only another version (-32022)"},
 		{"url elicitation required", `{"code":-32042,"message":"sign in","data":{"elicitations":[{"mode":"url","url":"https://example.com","message":"m","elicitationId":"e"}]}}`,
 			"it asked for a sign-in through a URL before it would initialize (-32042)"},

@@ -532,6 +532,8 @@ func describe(s *CatalogServer, granted bool) map[string]any {
 	out := map[string]any{
 		"name": s.Spec.Name, "alias": s.Spec.Alias, "description": s.Spec.Description, "transport": s.Spec.Type,
 		"status": status, "cwd": cwd, "tools": tools,
+		// Not in the reference: which MCP generation the server speaks.
+		"protocol": s.Client.Reached().DescribeEra(),
 	}
 	if len(s.Skipped) > 0 { // only then: the reference's keys stay as they are
 		skipped := make([]map[string]any, len(s.Skipped))

@@ -160,12 +160,12 @@ func CapsStore(store CatalogStore, caps *UpstreamCaps) CatalogStore {
 	return capsStore{store, caps}
 }
 
-func (s capsStore) Load(hash string) ([]ToolInfo, bool) {
+func (s capsStore) Load(hash string) (ServerCatalog, bool) {
 	return s.inner.Load(hash + s.caps.get(context.Background()).key())
 }
 
-func (s capsStore) Save(hash, version string, tools []ToolInfo) {
-	s.inner.Save(hash+s.caps.get(context.Background()).key(), version, tools)
+func (s capsStore) Save(hash string, c ServerCatalog) {
+	s.inner.Save(hash+s.caps.get(context.Background()).key(), c)
 }
 
 // innerCall is one tools/call in flight on a connection: the upstream

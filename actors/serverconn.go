@@ -41,6 +41,17 @@ type serverConn struct {
 	stderr  *childproc.TailBuffer // child.Stderr
 	version string
 	started time.Time
+	// modern is the 2026-07-28 revision the server is spoken to in (a
+	// string; empty or unset: legacy), set once its discover succeeds
+	// (era.go). probed says this start found the era by probing, and
+	// probedAt is when it was last found so.
+	modern        atomic.Value
+	legacyVersion string // the revision a legacy server's initialize agreed
+	probed        bool
+	probedAt      time.Time
+	// schemas are the tools' input schemas, for the Mcp-Param-* headers
+	// of a modern HTTP server's tools/call.
+	schemas toolSchemas
 	ids     atomic.Int64
 	// inflight counts calls in progress: written by callers (Client.Call),
 	// read by Serve's idle check. served is set by the first successful
@@ -155,7 +166,8 @@ func (s *serverConn) nextID() mcp.RequestId {
 
 // requestID is request with the id chosen by the caller.
 func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
-	resp, err := s.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	req := s.modernRequest(transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	resp, err := s.tr.SendRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -163,17 +175,22 @@ func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method str
 		if bad := mcpwire.AsBadReply(resp.Error); bad != nil {
 			return nil, bad
 		}
-		return nil, &rpcError{method: method, msg: resp.Error.Message, code: resp.Error.Code}
+		e := &rpcError{method: method, msg: resp.Error.Message, code: resp.Error.Code}
+		if resp.Error.Data != nil {
+			e.data, _ = json.Marshal(resp.Error.Data)
+		}
+		return nil, e
 	}
 	return resp.Result, nil
 }
 
 // rpcError is a JSON-RPC error reply from a server (as opposed to a
-// transport failure).
+// transport failure); data is its data member, nil when none.
 type rpcError struct {
 	method string
 	msg    string
 	code   int
+	data   json.RawMessage
 }
 
 func (e *rpcError) Error() string { return fmt.Sprintf("%s: %s (code %d)", e.method, e.msg, e.code) }
@@ -320,46 +337,142 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 			conn.progress.deliver(n.Params.AdditionalFields)
 		}
 	})
-	type initResult struct {
-		res *mcp.InitializeResult
-		err error
+	cat, _ := c.deps.Store.Load(c.spec.Hash)
+	if err := c.reach(ctx, conn, cat); err != nil {
+		if errors.Is(err, errExited) {
+			return fail(errors.New("exited"))
+		}
+		return fail(err)
 	}
-	initDone := make(chan initResult, 1)
-	go func() {
-		defer guard(c.log, "the server's initialize", func(any) {
-			conn.abort()
-			initDone <- initResult{err: errInternal} // 1-buffered, and nothing was sent
-		})
-		c.deps.panicAt.at("initialize")
-		req := mcp.InitializeRequest{}
-		req.Params.ProtocolVersion = childProtocolVersion
-		req.Params.ClientInfo = mcp.Implementation{Name: "bridge", Version: "1"}
-		req.Params.Capabilities = conn.declared.declared()
-		res, err := conn.mc.Initialize(ctx, req)
-		initDone <- initResult{res, err}
-	}()
-	var ir initResult
-	select {
-	case ir = <-initDone:
-	case <-conn.done:
-		cancel()
-		<-initDone
-		return fail(errors.New("exited"))
-	}
-	if ir.err != nil {
-		return fail(ir.err)
-	}
-	conn.version = ir.res.ServerInfo.Version
-	conn.toolTasks = toolCallTasks(ir.res.Capabilities)
 	c.deps.panicAt.at("connect")
 	tools, err := conn.listTools(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	c.deps.Store.Save(c.spec.Hash, conn.version, tools)
+	conn.probedAt = cat.Probed
+	if conn.probed {
+		conn.probedAt = time.Now()
+	}
+	cat = conn.catalog(tools)
+	c.deps.Store.Save(c.spec.Hash, cat)
+	c.remember(cat)
 	usable, _ := SplitTools(tools)
-	c.log.Info().Int("tools", len(usable)).Dur("startup_ms", time.Since(conn.started)).Str("version", conn.version).Msg("server ready")
+	ev := c.log.Info().Int("tools", len(usable)).Dur("startup_ms", time.Since(conn.started)).Str("version", conn.version)
+	if p := conn.protocol(); p != "" {
+		ev = ev.Str("protocol", p)
+	}
+	ev.Msg("server ready")
 	return conn, tools, nil
+}
+
+// errExited is reach's error when the server exited during the start.
+var errExited = errors.New("exited")
+
+// reach opens the MCP conversation with a started server, in the era cat
+// remembers for it (era.go): a modern one gets server/discover and, if
+// that fails, initialize; any other gets initialize and, if it refuses
+// naming a modern revision, server/discover. Either way the other era is
+// tried at most once, in this start.
+func (c *Client) reach(ctx context.Context, conn *serverConn, cat ServerCatalog) error {
+	web := c.spec.Type == "http" || c.spec.Type == "sse"
+	conn.probed = cat.Era == EraUnknown
+	if cat.Era == EraModern {
+		err := c.handshake(ctx, conn, conn.discoverAsStart)
+		if err == nil || errors.Is(err, errExited) || ctx.Err() != nil {
+			return err
+		}
+		c.log.Info().Err(err).Msg("server/discover failed for a server last reached as modern; trying initialize")
+		conn.probed = true
+		return c.handshake(ctx, conn, conn.initialize)
+	}
+	err := c.handshake(ctx, conn, conn.initialize)
+	if err == nil || !modernRefusal(err, web) {
+		return err
+	}
+	c.log.Info().Msg("the server refused initialize for the 2026-07-28 revision; reaching it with server/discover")
+	conn.probed = true
+	if derr := c.handshake(ctx, conn, conn.discoverAsStart); derr != nil {
+		if errors.Is(derr, errExited) {
+			return derr
+		}
+		return &bothErasError{initialize: err, discover: derr}
+	}
+	return nil
+}
+
+// handshake runs one opening exchange (initialize or discover) on its own
+// goroutine, so a panic in it ends this start only, and the server's exit
+// ends the wait.
+func (c *Client) handshake(ctx context.Context, conn *serverConn, open func(context.Context) error) error {
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer guard(c.log, "the server's initialize", func(any) {
+			conn.abort()
+			done <- errInternal // 1-buffered, and nothing was sent
+		})
+		c.deps.panicAt.at("initialize")
+		done <- open(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-conn.done:
+		cancel()
+		<-done
+		return errExited
+	}
+}
+
+// initialize is the legacy opening: initialize at childProtocolVersion.
+func (s *serverConn) initialize(ctx context.Context) error {
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = childProtocolVersion
+	req.Params.ClientInfo = bridgeInfo
+	req.Params.Capabilities = s.declared.declared()
+	res, err := s.mc.Initialize(ctx, req)
+	if err != nil {
+		return err
+	}
+	s.version = res.ServerInfo.Version
+	s.legacyVersion = res.ProtocolVersion
+	s.toolTasks = toolCallTasks(res.Capabilities)
+	return nil
+}
+
+// discoverAsStart is the modern opening: server/discover, bounded by
+// discoverBound, its serverInfo the server's version.
+func (s *serverConn) discoverAsStart(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, discoverBound)
+	defer cancel()
+	res, err := s.discover(ctx)
+	if err != nil {
+		return err
+	}
+	if info, ok := serverInfoOf(res.Meta); ok {
+		s.version = info.Version
+	}
+	return nil
+}
+
+// catalog is the catalog of this connection's server with tools; it keeps
+// their schemas for the headers of modern requests.
+func (s *serverConn) catalog(tools []ToolInfo) ServerCatalog {
+	s.schemas.set(tools)
+	cat := ServerCatalog{Tools: tools, Version: s.version, Era: EraLegacy, Protocol: s.legacyVersion, Probed: s.probedAt}
+	if p := s.protocol(); p != "" {
+		cat.Era, cat.Protocol = EraModern, p
+	}
+	return cat
+}
+
+// bothErasError is a start that failed in both eras: initialize was
+// refused for a modern revision, and server/discover failed as well.
+type bothErasError struct{ initialize, discover error }
+
+func (e *bothErasError) Error() string {
+	return fmt.Sprintf("%v; server/discover: %v", e.initialize, e.discover)
 }
 
 // refusal is why a server refused initialize, in words a user can act on,
@@ -367,7 +480,15 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 func refusal(err error) string {
 	var version mcp.UnsupportedProtocolVersionError
 	var url mcp.URLElicitationRequiredError
+	var both *bothErasError
 	switch {
+	case errors.As(err, &both):
+		how := "(-32022)"
+		if !errors.As(both.initialize, &version) {
+			how = "(an HTTP 4xx status)"
+		}
+		return fmt.Sprintf("it refused initialize for MCP %s %s, and its server/discover for %s failed too: %s; check that it is an MCP server of either revision",
+			childProtocolVersion, how, modernVersion, printable.Log(clip(both.discover.Error(), 200)))
 	case errors.As(err, &version):
 		supported := "another version"
 		var named []string
@@ -379,8 +500,8 @@ func refusal(err error) string {
 		if len(named) > 0 {
 			supported = printable.Log(clip(strings.Join(named, ", "), 80))
 		}
-		return fmt.Sprintf("it refused MCP protocol version %s, the one the bridge speaks to servers, and supports only %s (-32022); pin a release of the server that supports %s",
-			childProtocolVersion, supported, childProtocolVersion)
+		return fmt.Sprintf("it refused MCP protocol version %s and supports only %s (-32022), none of which the bridge speaks (it speaks %s and %s); pin a release of the server that supports one of them",
+			childProtocolVersion, supported, childProtocolVersion, modernVersion)
 	case errors.As(err, &url):
 		return "it asked for a sign-in through a URL before it would initialize (-32042), which the bridge cannot relay while it starts a server; sign in to the server another way (its docs say how), or configure a token in its env or headers"
 	}

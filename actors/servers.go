@@ -178,8 +178,8 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 		sup := suture.New("server:"+s.Name, m.spec("server:"+s.Name))
 		sup.Add(c)
 		m.live.Add(s.Name, &liveServer{spec: s, client: c}, sup)
-		if tools, ok := m.deps.Store.Load(s.Hash); ok {
-			m.tools[s.Name] = tools
+		if cat, ok := m.deps.Store.Load(s.Hash); ok {
+			m.tools[s.Name] = cat.Tools
 		}
 	}
 	m.specs = specs

@@ -20,32 +20,45 @@ type catalogStore struct {
 }
 
 type catalogFile struct {
-	FetchedAt time.Time         `json:"fetchedAt"`
-	Version   string            `json:"version"`
-	Tools     []json.RawMessage `json:"tools"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	Version   string    `json:"version"`
+	// Era, Protocol and ProbedAt say how the server was reached
+	// (actors/era.go); absent in files written before them: unknown.
+	Era      actors.Era        `json:"era,omitempty"`
+	Protocol string            `json:"protocol,omitempty"`
+	ProbedAt time.Time         `json:"probedAt,omitzero"`
+	Tools    []json.RawMessage `json:"tools"`
 }
 
 func (s *catalogStore) path(hash string) string { return filepath.Join(s.dir, hash+".json") }
 
 // Load implements actors.CatalogStore.
-func (s *catalogStore) Load(hash string) ([]actors.ToolInfo, bool) {
+func (s *catalogStore) Load(hash string) (actors.ServerCatalog, bool) {
 	data, err := os.ReadFile(s.path(hash))
 	if err != nil {
-		return nil, false
+		return actors.ServerCatalog{}, false
 	}
 	var f catalogFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, false
+		return actors.ServerCatalog{}, false
+	}
+	era := f.Era
+	if era != actors.EraLegacy && era != actors.EraModern {
+		era = actors.EraUnknown // an edited file: probe again
 	}
 	// The file holds the raw tools/list, entries the bridge cannot use
 	// included: parsing marks them again, by today's rules.
-	return actors.ParseTools(f.Tools), true
+	return actors.ServerCatalog{Tools: actors.ParseTools(f.Tools), Version: f.Version, Era: era, Protocol: f.Protocol, Probed: f.ProbedAt}, true
 }
 
 // Save implements actors.CatalogStore: an atomic write with mode 0600.
-func (s *catalogStore) Save(hash, version string, tools []actors.ToolInfo) {
-	f := catalogFile{FetchedAt: time.Now().UTC(), Version: version, Tools: make([]json.RawMessage, len(tools))}
-	for i, t := range tools {
+func (s *catalogStore) Save(hash string, c actors.ServerCatalog) {
+	f := catalogFile{FetchedAt: time.Now().UTC(), Version: c.Version, Era: c.Era, Protocol: c.Protocol, ProbedAt: c.Probed.UTC(),
+		Tools: make([]json.RawMessage, len(c.Tools))}
+	if c.Probed.IsZero() {
+		f.ProbedAt = time.Time{}
+	}
+	for i, t := range c.Tools {
 		f.Tools[i] = t.Raw
 	}
 	data, err := json.Marshal(f)

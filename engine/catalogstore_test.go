@@ -19,8 +19,9 @@ func TestCatalogStoreKeepsSkipped(t *testing.T) {
 		json.RawMessage(`{"name":"bad","inputSchema":"x"}`),
 		json.RawMessage(`5`),
 	}
-	s.Save("h", "1", actors.ParseTools(raws))
-	tools, ok := s.Load("h")
+	s.Save("h", actors.ServerCatalog{Version: "1", Tools: actors.ParseTools(raws)})
+	cat, ok := s.Load("h")
+	tools := cat.Tools
 	if !ok || len(tools) != len(raws) {
 		t.Fatalf("Load = %d tools, %v; want %d", len(tools), ok, len(raws))
 	}

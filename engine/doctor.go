@@ -245,7 +245,7 @@ func (e *Engine) doctorServer(ctx context.Context, spec actors.ServerSpec) Check
 	if err != nil {
 		return Check{"FAIL", name, err.Error()}
 	}
-	return serverCheck(name, fmt.Sprintf("%s, started and initialized in %v", spec.Type, time.Since(start).Round(time.Millisecond)), tools)
+	return serverCheck(name, fmt.Sprintf("%s, started in %v, %s", spec.Type, time.Since(start).Round(time.Millisecond), c.Reached().DescribeEra()), tools)
 }
 
 // serverCheck is a started server's doctor line: what, its tool count, and

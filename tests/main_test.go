@@ -4,7 +4,7 @@
 // backend with BRIDGE_TEST_RUNTIME=local, for a fast inner loop only; CI runs
 // podman, rootless podman and docker, and never skips). With
 // BRIDGE_TEST_BIN_DIR the binaries (bridge, fakeserver, fakehttp,
-// hostileserver) are taken from that directory instead of being built: a
+// hostileserver, modernserver) are taken from that directory instead of being built: a
 // compiled test binary (go test -c) then runs as another user, without Go.
 package tests
 
@@ -20,8 +20,8 @@ import (
 
 // bridgeBin is the binary under test, built once by TestMain; fakeBin and
 // fakeHTTPBin are the fake MCP servers, hostileBin the scripted one of the
-// hostile-upstream suite.
-var bridgeBin, fakeBin, fakeHTTPBin, hostileBin string
+// hostile-upstream suite, modernBin the 2026-07-28-only one.
+var bridgeBin, fakeBin, fakeHTTPBin, hostileBin, modernBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "bridge-e2e-")
@@ -37,11 +37,13 @@ func TestMain(m *testing.M) {
 	fakeBin = filepath.Join(binDir, "fakeserver")
 	fakeHTTPBin = filepath.Join(binDir, "fakehttp")
 	hostileBin = filepath.Join(binDir, "hostileserver")
+	modernBin = filepath.Join(binDir, "modernserver")
 	for _, b := range [][]string{
 		{"-race", "-o", bridgeBin, "../cmd/bridge"},
 		{"-o", fakeBin, "./fakeserver"},
 		{"-o", fakeHTTPBin, "./fakehttp"},
 		{"-o", hostileBin, "./hostileserver"},
+		{"-o", modernBin, "./modernserver"},
 	} {
 		if binDir != dir {
 			if _, err := os.Stat(b[len(b)-2]); err != nil {

@@ -396,7 +396,7 @@ func TestDoctor(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1\n%s%s", code, out, errOut)
 	}
-	wants := []string{"OK   runtime: ", "OK   image: ", "OK   state dir: ", "OK   server good: stdio, started and initialized in ",
+	wants := []string{"OK   runtime: ", "OK   image: ", "OK   state dir: ", "OK   server good: stdio, started in ",
 		"FAIL server broken: Server 'broken' failed to start: "}
 	if testRuntime() == "local" {
 		wants = []string{"FAIL runtime: MCP_BRIDGE_RUNTIME=local", "OK   server good: "}

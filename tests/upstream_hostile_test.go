@@ -14,7 +14,9 @@ package tests
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -176,8 +178,15 @@ func hostileHTTPServers(t *testing.T, typ string) map[string]any {
 // hostileHTTP starts a hostile server on HTTP in mode and returns its
 // streamable HTTP URL; the test's cleanup stops it.
 func hostileHTTP(t *testing.T, mode string) string {
+	return httpFixture(t, hostileBin, "--mode", mode)
+}
+
+// httpFixture starts a scripted server binary (tests/fixturehttp) on HTTP
+// with args and returns the URL it prints; the test's cleanup stops it.
+func httpFixture(t *testing.T, bin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(hostileBin, "--http", "127.0.0.1:0", "--mode", mode)
+	cmd := exec.Command(bin, append([]string{"--http", "127.0.0.1:0"}, args...)...)
+	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +197,7 @@ func hostileHTTP(t *testing.T, mode string) string {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("hostile server (mode %q): %v", mode, err)
+		t.Fatalf("%s %v: %v", filepath.Base(bin), args, err)
 	}
 	return strings.TrimSpace(line)
 }

@@ -40,21 +40,19 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/bridge-mcp/bridge/tests/fixturehttp"
 )
 
 // The sizes issue 34 names.
@@ -471,33 +469,11 @@ func (o *stdioStream) gone() <-chan struct{} { return nil }
 
 // serveHTTP serves POST /mcp on addr until SIGINT or SIGTERM.
 func (s *server) serveHTTP(addr string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hostileserver: %v\n", err)
-		return 1
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", s.serveMCP)
 	mux.HandleFunc("GET /sse", s.serveSSE)
 	mux.HandleFunc("POST /message", s.serveMessage)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Printf("http://%s/mcp\n", ln.Addr())
-	select {
-	case err := <-errc:
-		fmt.Fprintf(os.Stderr, "hostileserver: %v\n", err)
-		return 1
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		fmt.Fprintf(os.Stderr, "hostileserver: shutdown: %v\n", err)
-	}
-	return 0
+	return fixturehttp.Serve("hostileserver", addr, mux)
 }
 
 func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
