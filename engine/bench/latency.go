@@ -106,6 +106,9 @@ func latencyFigures(ctx context.Context, o Options, r *Report) error {
 	if err := grantFigures(ctx, o, r, p); err != nil {
 		return err
 	}
+	if err := firstCallFigures(ctx, o, r); err != nil {
+		return err
+	}
 
 	// A new session with the spare ready: wait for the spare, then call.
 	var spare []time.Duration
