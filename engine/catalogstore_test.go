@@ -2,7 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -56,5 +60,30 @@ func TestServerCheck(t *testing.T) {
 				t.Errorf("serverCheck = %+v\nwant %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestCatalogStoreKeepsEra: the era a server was reached with, its
+// revision and when it was probed survive the disk (issue 38); an era the
+// bridge does not know, as from an edited file, reads as unknown, so the
+// next start probes again.
+func TestCatalogStoreKeepsEra(t *testing.T) {
+	s := &catalogStore{dir: t.TempDir(), log: zerolog.Nop()}
+	probed := time.Date(2026, 11, 28, 10, 1, 2, 0, time.UTC)
+	s.Save("h", actors.ServerCatalog{Version: "4", Era: actors.EraModern, Protocol: "2026-07-28", Probed: probed})
+	got, ok := s.Load("h")
+	if !ok || got.Era != actors.EraModern || got.Protocol != "2026-07-28" || !got.Probed.Equal(probed) || got.Version != "4" {
+		t.Fatalf("Load = %+v, %v", got, ok)
+	}
+	if desc, want := got.DescribeEra(), "modern (2026-07-28), probed 2026-11-28 10:01:02 UTC"; desc != want {
+		t.Errorf("DescribeEra = %q, want %q", desc, want)
+	}
+	path := filepath.Join(s.dir, "h.json")
+	data, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), `"era":"modern"`, `"era":"future"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Load("h"); got.Era != actors.EraUnknown {
+		t.Errorf("an unknown era loaded as %q, want unknown", got.Era)
 	}
 }
