@@ -123,7 +123,9 @@ func (s *serverConn) discover(ctx context.Context) (*discoverResult, error) {
 // which must agree with it.
 func (s *serverConn) setProtocol(version string) {
 	s.modern.Store(version)
-	if v, ok := s.tr.(interface{ SetProtocolVersion(string) }); ok && version != "" {
+	// "" clears the header too: a legacy initialize after a failed
+	// discover must not carry the modern version in it.
+	if v, ok := s.tr.(interface{ SetProtocolVersion(string) }); ok {
 		v.SetProtocolVersion(version)
 	}
 }

@@ -206,3 +206,17 @@ func TestFollowTask(t *testing.T) {
 		t.Errorf("a legacy result was followed: %s, %v", res, err)
 	}
 }
+
+// TestSkipBadHeaders: over modern HTTP a tool whose x-mcp-header breaks
+// the rules (here, on an object) is marked unusable, with the reason; a
+// good one is kept.
+func TestSkipBadHeaders(t *testing.T) {
+	tools := ParseTools([]json.RawMessage{
+		json.RawMessage(`{"name":"good","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`),
+		json.RawMessage(`{"name":"bad","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"O"}}}}`),
+	})
+	skipBadHeaders(tools)
+	if tools[0].Skip != "" || !strings.HasPrefix(tools[1].Skip, "its x-mcp-header annotations are invalid: ") {
+		t.Errorf("Skip = %q, %q", tools[0].Skip, tools[1].Skip)
+	}
+}

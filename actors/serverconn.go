@@ -230,7 +230,25 @@ func (s *serverConn) listTools(ctx context.Context) ([]ToolInfo, error) {
 		}
 		cursor = next
 	}
-	return ParseTools(raws), nil
+	tools := ParseTools(raws)
+	if s.protocol() != "" && s.child == nil {
+		skipBadHeaders(tools)
+	}
+	return tools, nil
+}
+
+// skipBadHeaders marks the tools whose x-mcp-header annotations break the
+// 2026-07-28 rules: over HTTP a client must not call them, since the
+// headers it would send from them are not well defined.
+func skipBadHeaders(tools []ToolInfo) {
+	for i, t := range tools {
+		if t.Skip != "" {
+			continue
+		}
+		if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema}); err != nil {
+			tools[i].Skip = "its x-mcp-header annotations are invalid: " + printable.Log(clip(err.Error(), 200))
+		}
+	}
 }
 
 // toolsPage reads one page of tools/list; a member of the wrong JSON type
@@ -389,7 +407,7 @@ func (c *Client) reach(ctx context.Context, conn *serverConn, cat ServerCatalog)
 	if err == nil || !modernRefusal(err, web) {
 		return err
 	}
-	c.log.Info().Msg("the server refused initialize for the 2026-07-28 revision; reaching it with server/discover")
+	c.log.Info().Msg("the server refused initialize; reaching it as a 2026-07-28 server, with server/discover")
 	conn.probed = true
 	if derr := c.handshake(ctx, conn, conn.discoverAsStart); derr != nil {
 		if errors.Is(derr, errExited) {
@@ -485,7 +503,7 @@ func refusal(err error) string {
 	case errors.As(err, &both):
 		how := "(-32022)"
 		if !errors.As(both.initialize, &version) {
-			how = "(an HTTP 4xx status)"
+			how = "with an HTTP 4xx status (a legacy SSE server? then set \"type\": \"sse\")"
 		}
 		return fmt.Sprintf("it refused initialize for MCP %s %s, and its server/discover for %s failed too: %s; check that it is an MCP server of either revision",
 			childProtocolVersion, how, modernVersion, printable.Log(clip(both.discover.Error(), 200)))
