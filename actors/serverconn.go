@@ -355,7 +355,9 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 			conn.progress.deliver(n.Params.AdditionalFields)
 		}
 	})
-	cat, _ := c.deps.Store.Load(c.spec.Hash)
+	// The era as the disk catalog (read when the actor began) or the last
+	// start left it: no read on the start's path.
+	cat := c.Reached()
 	if err := c.reach(ctx, conn, cat); err != nil {
 		if errors.Is(err, errExited) {
 			return fail(errors.New("exited"))
