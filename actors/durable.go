@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -90,10 +89,10 @@ const (
 	exitSnapshotBound = 30 * time.Second
 )
 
-// snapChunk is the data a snapshot request or reply carries at most: its
-// base64 within the frame cap.
+// snapChunk is the data one data frame carries at most: within the frame
+// cap, with room for its header.
 func snapChunk(maxFrame int) int {
-	return max(4096, min(maxSnapChunk, (maxFrame-4096)*3/4))
+	return max(4096, min(maxSnapChunk, maxFrame-4096))
 }
 
 // snapOwner is the session a sandbox serves, set before its first exec.
@@ -109,15 +108,12 @@ type durable struct {
 	mu    sync.Mutex
 	up    *snapUpload    // the upload in progress; one at a time
 	rd    SnapshotReader // the snapshot the restoring call offers
-	// dec is onData's decode buffer, reused: only the link's reader
-	// goroutine touches it.
-	dec []byte
 }
 
 type snapUpload struct {
 	id, target string
 	w          SnapshotWriter
-	// err is why the upload failed while its data lines came (over the
+	// err is why the upload failed while its data frames came (over the
 	// cap, out of order); its next request or snapshot_end returns it.
 	// Guarded by durable.mu.
 	err error
@@ -244,7 +240,7 @@ func (s *sandbox) snapWrite(params json.RawMessage) (any, error) {
 }
 
 // writeChunk appends data at offset to up (no data only checks the upload:
-// snapshot_write, a sync after data lines). A failure drops the upload, whose
+// snapshot_write, a sync after data frames). A failure drops the upload, whose
 // later requests return the same error.
 func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
 	s.snap.mu.Lock()
@@ -269,28 +265,23 @@ func (s *sandbox) writeChunk(up *snapUpload, offset int64, data []byte) error {
 	return up.err
 }
 
-// onData takes one data line from the link's reader: "#W <upload>
-// <offset> <base64>", a chunk of the upload in progress. Any other data
-// line, or one for an upload that is not current, is dropped and counted.
-func (s *sandbox) onData(line []byte) {
-	rest, ok := bytes.CutPrefix(line, []byte("#W "))
-	fields := bytes.SplitN(rest, []byte(" "), 3)
-	if !ok || len(fields) != 3 {
+// onData takes one data frame from the link's reader: head "#W <upload>
+// <offset>" and its bytes, a chunk of the upload in progress. Any other
+// frame, or one for an upload that is not current, is dropped and counted.
+func (s *sandbox) onData(head, data []byte) {
+	rest, ok := bytes.CutPrefix(head, []byte("#W "))
+	fields := bytes.SplitN(rest, []byte(" "), 2)
+	if !ok || len(fields) != 2 {
 		s.dropped("invalid data line", "")
 		return
 	}
 	offset, err := strconv.ParseInt(string(fields[1]), 10, 64)
-	if need := base64.StdEncoding.DecodedLen(len(fields[2])); cap(s.snap.dec) < need {
-		s.snap.dec = make([]byte, need)
-	}
-	data := s.snap.dec[:cap(s.snap.dec)]
-	n, derr := base64.StdEncoding.Decode(data, fields[2])
 	up, uerr := s.upload(string(fields[0]))
-	if err != nil || derr != nil || uerr != nil {
+	if err != nil || uerr != nil {
 		s.dropped("invalid data line", "")
 		return
 	}
-	_ = s.writeChunk(up, offset, data[:n]) // the upload's next request says how it failed
+	_ = s.writeChunk(up, offset, data) // the upload's next request says how it failed
 }
 
 func (s *sandbox) snapEnd(params json.RawMessage) (any, error) {
@@ -372,15 +363,12 @@ func (s *sandbox) snapRead(params json.RawMessage) (any, error) {
 	if s.stream == nil { // a sandbox built by hand (unit tests)
 		return protocol.SnapshotReadResult{Data: buf[:n], Bytes: n}, nil
 	}
-	// The bytes go first as a data line "#R <offset> <base64>", which the
-	// sandbox keeps until this reply names them: no JSON parser reads them.
-	line := make([]byte, 0, 24+base64.StdEncoding.EncodedLen(n))
-	line = append(line, "#R "...)
-	line = strconv.AppendInt(line, p.Offset, 10)
-	line = append(line, ' ')
-	line = base64.StdEncoding.AppendEncode(line, buf[:n])
-	line = append(line, '\n')
-	if err := s.stream.WriteLine(line, linkWriteBound); err != nil {
+	// The bytes go first as a data frame "#R <offset> <n>" and n raw
+	// bytes, which the sandbox keeps until this reply names them: no JSON
+	// parser reads them, and no base64 grows them.
+	frame := protocol.DataHeader(strconv.AppendInt([]byte("#R "), p.Offset, 10), n)
+	frame = append(frame, buf[:n]...)
+	if err := s.stream.WriteLine(frame, linkWriteBound); err != nil {
 		return nil, LinkError(protocol.CodeTransport, protocol.KindTransport, "snapshot: "+err.Error())
 	}
 	return protocol.SnapshotReadResult{Bytes: n}, nil

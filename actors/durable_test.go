@@ -2,7 +2,6 @@ package actors
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,7 +126,7 @@ func upload(t *testing.T, sb *sandbox, target *string, chunks ...string) error {
 	id := res.(protocol.SnapshotBeginResult).Upload
 	var off int64
 	for _, c := range chunks {
-		sb.onData([]byte(fmt.Sprintf("#W %s %d %s", id, off, base64.StdEncoding.EncodeToString([]byte(c)))))
+		sb.onData([]byte(fmt.Sprintf("#W %s %d", id, off)), []byte(c))
 		off += int64(len(c))
 		if _, err := snapCall(t, sb, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: off}); err != nil {
 			return err
@@ -159,8 +158,8 @@ func TestSnapshotRequests(t *testing.T) {
 	// its next request says so.
 	res, _ := snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 5})
 	lid := res.(protocol.SnapshotBeginResult).Upload
-	alice.onData([]byte("#W " + lid + " 0 " + base64.StdEncoding.EncodeToString([]byte("gh"))))
-	alice.onData([]byte("#W " + lid + " 2 " + base64.StdEncoding.EncodeToString([]byte("ij"))))
+	alice.onData([]byte("#W "+lid+" 0"), []byte("gh"))
+	alice.onData([]byte("#W "+lid+" 2"), []byte("ij"))
 	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: lid, Offset: 4}); err != nil {
 		t.Errorf("sync after two data lines: %v", err)
 	}
@@ -172,7 +171,7 @@ func TestSnapshotRequests(t *testing.T) {
 	}
 	res, _ = snapCall(t, alice, protocol.MethodSnapshotBegin, protocol.SnapshotBeginParams{Call: 6})
 	lid = res.(protocol.SnapshotBeginResult).Upload
-	alice.onData([]byte("#W " + lid + " 7 " + base64.StdEncoding.EncodeToString([]byte("k"))))
+	alice.onData([]byte("#W "+lid+" 7"), []byte("k"))
 	if _, err := snapCall(t, alice, protocol.MethodSnapshotEnd, protocol.SnapshotEndParams{Upload: lid, Call: 6}); err == nil || !strings.Contains(err.Error(), "out of order or over the chunk size (something else wrote on the link)") {
 		t.Errorf("end after a data line out of order: %v", err)
 	}
@@ -189,7 +188,7 @@ func TestSnapshotRequests(t *testing.T) {
 	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 5}); err == nil {
 		t.Error("a check at the wrong offset passed")
 	}
-	alice.onData([]byte("#W " + id + " 0 " + base64.StdEncoding.EncodeToString([]byte("x"))))
+	alice.onData([]byte("#W "+id+" 0"), []byte("x"))
 	if _, err := snapCall(t, alice, protocol.MethodSnapshotWrite, protocol.SnapshotWriteParams{Upload: id, Offset: 1}); err == nil {
 		t.Error("the dropped upload took a write")
 	}

@@ -86,7 +86,7 @@ class Link:
         self._ack_cv = threading.Condition()
         self._consumed = len(pending)
         self._acked = 0
-        # Data lines "#R <offset> <base64>" the host sent ahead of a
+        # Data frames "#R <offset> <n>" + n bytes the host sent ahead of a
         # snapshot_read reply, by offset, until take_data collects them.
         self._data = {}
         self._dlock = threading.Lock()
@@ -150,27 +150,35 @@ class Link:
         frames = [{"jsonrpc": "2.0", "method": "output", "params": {"call": call, "stream": s, "data": t}} for s, t in runs]
         self.send_frames(frames + [self.reply_frame(id_, result)])
 
-    def send_data(self, line):
-        """Sends one data line (bytes ending in a newline: snapshot bulk
-        that no JSON parser reads), whole, like a frame."""
-        if len(line) > self.max_frame:
-            raise error("Data line of %d bytes exceeds the %d-byte limit" % (len(line), self.max_frame), kind="invalid_arguments")
-        self._write(line)
+    def send_data(self, head, payload):
+        """Sends one data frame (snapshot bulk that no JSON parser reads):
+        the header line head + " <n>", then the n bytes of payload as they
+        are, in one write like a frame."""
+        if len(payload) > self.max_frame:
+            raise error("Data frame of %d bytes exceeds the %d-byte limit" % (len(payload), self.max_frame), kind="invalid_arguments")
+        self._write(b"".join((head, b" %d\n" % len(payload), payload)))
 
     def take_data(self, offset):
-        """The bytes of the "#R" data line at offset, which came before the
+        """The bytes of the "#R" data frame at offset, which came before the
         snapshot_read reply that names them; b"" when none did."""
         with self._dlock:
             return self._data.pop(offset, b"")
 
-    def _data_line(self, line):
-        if not line.startswith(b"#R "):
-            return
-        head, _, payload = line[3:].partition(b" ")
+    def _data_frame(self, line, f):
+        """Reads the payload of the data frame whose header is line from f.
+        A header without a usable count is skipped alone."""
+        fields = line.split()
         try:
-            import base64
-            data = base64.b64decode(payload.strip(), validate=True)
-            offset = int(head)
+            n = int(fields[-1])
+        except (ValueError, IndexError):
+            return
+        if n < 0 or n > self.max_frame:
+            return
+        data = f.read(n)
+        if len(data) < n or fields[0] != b"#R" or len(fields) != 3:
+            return
+        try:
+            offset = int(fields[1])
         except ValueError:
             return
         with self._dlock:
@@ -277,7 +285,7 @@ class Link:
         with self._reader() as f:
             for line in self._lines(f):
                 if line[:1] == b"#":
-                    self._data_line(line)
+                    self._data_frame(line, f)
                     continue
                 try:
                     msg = json.loads(line)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -180,21 +181,30 @@ func (f closerFunc) Close() error { return f() }
 func (b *box) next(d time.Duration) map[string]any {
 	b.t.Helper()
 	type got struct {
-		line []byte
-		err  error
+		line, data []byte
+		err        error
 	}
 	ch := make(chan got, 1)
 	go func() {
 		line, err := b.out.ReadBytes('\n')
-		ch <- got{line, err}
+		var data []byte
+		if err == nil && line[0] == '#' { // a data frame (snapshots): its bytes follow
+			f := bytes.Fields(line)
+			n, cerr := strconv.Atoi(string(f[len(f)-1]))
+			if err = cerr; err == nil {
+				data = make([]byte, n)
+				_, err = io.ReadFull(b.out, data)
+			}
+		}
+		ch <- got{line, data, err}
 	}()
 	select {
 	case g := <-ch:
 		if g.err != nil {
 			b.t.Fatalf("reading a frame: %v\nstderr: %s", g.err, b.stderr.String())
 		}
-		if g.line[0] == '#' { // a data line (snapshots)
-			return map[string]any{"dataLine": string(bytes.TrimSpace(g.line))}
+		if g.line[0] == '#' {
+			return map[string]any{"dataLine": string(bytes.TrimSpace(g.line)), "data": g.data}
 		}
 		var m map[string]any
 		if err := json.Unmarshal(g.line, &m); err != nil {

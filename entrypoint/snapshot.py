@@ -57,7 +57,7 @@ import warnings
 MAGIC = b"BRIDGESNAP1\n"
 WORKSPACE = "/workspace"
 STALL = 60.0  # seconds the uploader waits for the child's next bytes before killing it
-SYNC_EVERY = 16 << 20  # bytes of data lines between two snapshot_write requests
+SYNC_EVERY = 16 << 20  # bytes of data frames between two snapshot_write requests
 _HDR = struct.Struct(">Q")
 
 # Set by install (the worker's).
@@ -78,8 +78,9 @@ def install(link, ns, state, error, diag, job_type, mode, max_frame):
     LINK, NS, STATE, ERROR, DIAG, JOB_TYPE, MODE = link, ns, state, error, diag, job_type, mode or "cell"
     # The entrypoint's own tests run it on a host, in a folder of theirs.
     WORKSPACE = os.environ.get("BRIDGE_TEST_WORKSPACE") or WORKSPACE
-    # base64 grows data by 4/3; the rest of a data line is under a hundred bytes.
-    CHUNK = max(4096, min(4 << 20, (max_frame - 4096) * 3 // 4))
+    # A data frame is its bytes as they are, after a header line of under
+    # a hundred bytes; the host's snapChunk is the same.
+    CHUNK = max(4096, min(4 << 20, max_frame - 4096))
 
 
 # --- references kept by name --------------------------------------------------
@@ -549,7 +550,6 @@ class Snapshotter:
 
     def _upload(self, up, r, sr, waiter):
         pid, call = up["pid"], up["call"]
-        import base64
         upload, error, kind, summary, stored = None, None, None, None, 0
         try:
             begin = LINK.call("snapshot_begin", {"call": call, "session": up["target"]})
@@ -563,8 +563,9 @@ class Snapshotter:
                     raise _Stalled()
                 if not data:
                     break
-                # A data line: no JSON on either side for the bulk.
-                LINK.send_data(b"".join((prefix, str(offset).encode("ascii"), b" ", base64.b64encode(data), b"\n")))
+                # A data frame: the bytes as they are, no JSON and no
+                # base64 on either side.
+                LINK.send_data(b"%s%d" % (prefix, offset), data)
                 offset += len(data)
                 if offset - synced >= SYNC_EVERY:
                     # Learns whether the lines were taken (a cap stops the
@@ -759,28 +760,48 @@ def _jobs_running():
 # --- loading -----------------------------------------------------------------------
 
 class _Pull:
-    """The snapshot as the host serves it (snapshot_read), read in order."""
+    """The snapshot as the host serves it (snapshot_read), read in order.
+    The next chunk is asked for as soon as one arrives, so the host reads
+    and sends it while this one is unpickled."""
 
     def __init__(self, size):
         self.size = size
-        self.offset = 0
+        self.offset = 0  # where the next chunk to ask for starts
         self.buf = b""
         self.pos = 0
+        self.ahead = None  # (offset, future) of the request in flight
+
+    def _ask(self):
+        if self.ahead is None and self.offset < self.size:
+            want = min(CHUNK, self.size - self.offset)
+            self.ahead = (self.offset, want, LINK.request("snapshot_read", {"offset": self.offset, "length": want}))
+            self.offset += want
+
+    def _next(self):
+        self._ask()
+        if self.ahead is None:
+            return b""
+        (at, want, fut), self.ahead = self.ahead, None
+        reply = fut.result()
+        # The bytes came just before the reply, as a data frame (a
+        # sandbox built by hand gets them in the reply, as base64).
+        if reply.get("data"):
+            import base64
+            data = base64.b64decode(reply["data"])
+        else:
+            data = LINK.take_data(at)
+        if len(data) != want:
+            raise ValueError("the host sent %d bytes at offset %d, not %d" % (len(data), at, want))
+        self._ask()
+        return data
 
     def read(self, n):
         out = []
         while n > 0:
             if self.pos >= len(self.buf):
-                if self.offset >= self.size:
-                    break
-                import base64
-                want = min(CHUNK, self.size - self.offset)
-                reply = LINK.call("snapshot_read", {"offset": self.offset, "length": want})
-                # The bytes came just before the reply, as a data line.
-                data = base64.b64decode(reply["data"]) if reply.get("data") else LINK.take_data(self.offset)
+                data = self._next()
                 if not data:
-                    raise ValueError("the host sent no data at offset %d" % self.offset)
-                self.offset += len(data)
+                    break
                 self.buf, self.pos = data, 0
             take = self.buf[self.pos:self.pos + n]
             self.pos += len(take)

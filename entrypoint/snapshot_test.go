@@ -1,7 +1,6 @@
 package entrypoint
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,10 +31,10 @@ func (h *snapHost) serve(b *box, id int, wait bool) (reply map[string]any, outpu
 		var errMsg string
 		switch {
 		case m["dataLine"] != nil:
-			f := strings.SplitN(m["dataLine"].(string), " ", 4)
-			data, err := base64.StdEncoding.DecodeString(f[3])
-			if f[0] != "#W" || err != nil || f[2] != fmt.Sprint(len(h.up)) {
-				b.t.Fatalf("data line %.80q: %v (have %d bytes)", m["dataLine"], err, len(h.up))
+			f := strings.Fields(m["dataLine"].(string))
+			data := m["data"].([]byte)
+			if len(f) != 4 || f[0] != "#W" || f[2] != fmt.Sprint(len(h.up)) || f[3] != fmt.Sprint(len(data)) {
+				b.t.Fatalf("data frame %.80q (have %d bytes)", m["dataLine"], len(h.up))
 			}
 			h.up = append(h.up, data...)
 			continue
@@ -66,8 +65,8 @@ func (h *snapHost) serve(b *box, id int, wait bool) (reply map[string]any, outpu
 			h.reads++
 			off, n := int(params["offset"].(float64)), int(params["length"].(float64))
 			data := h.offered[off:min(off+n, len(h.offered))]
-			line := fmt.Sprintf("#R %d %s\n", off, base64.StdEncoding.EncodeToString(data))
-			if _, err := b.in.Write([]byte(line)); err != nil {
+			frame := append([]byte(fmt.Sprintf("#R %d %d\n", off, len(data))), data...)
+			if _, err := b.in.Write(frame); err != nil {
 				b.t.Fatal(err)
 			}
 			result = map[string]any{"bytes": len(data)}

@@ -47,8 +47,8 @@
 // box → host requests at any time, answered by the sandbox actor for the
 // session that holds the box (actors/durable.go), with or without a call:
 //
-//   - snapshot_begin {call, session?} → {upload, chunk}, data lines "#W
-//     <upload> <offset> <base64>" (stream.go), snapshot_write {upload,
+//   - snapshot_begin {call, session?} → {upload, chunk}, data frames "#W
+//     <upload> <offset> <n>" and n bytes (stream.go), snapshot_write {upload,
 //     offset} to check them now and then, snapshot_end {upload, call, cell, names,
 //     files, left, taken, python} → {bytes}, snapshot_abort {upload}: one
 //     upload of the session's snapshot at a time, in order, each write at

@@ -192,7 +192,7 @@ type SnapshotBeginResult struct {
 }
 
 // SnapshotWriteParams checks an upload whose data the sandbox sends as
-// data lines ("#W <upload> <offset> <base64>", stream.go): it fails once
+// data frames ("#W <upload> <offset> <n>" and n bytes, stream.go): it fails once
 // the upload has (over the cap, out of order), and Offset must be the
 // upload's size so far.
 type SnapshotWriteParams struct {
@@ -229,9 +229,9 @@ type SnapshotReadParams struct {
 }
 
 // SnapshotReadResult says how many bytes were read (fewer than asked only
-// at the end). They come just before it as a data line "#R <offset>
-// <base64>" (stream.go); Data carries them only where there is no line
-// stream (unit tests).
+// at the end). They come just before it as a data frame "#R <offset>
+// <n>" and n bytes (stream.go); Data carries them only where there is no
+// line stream (unit tests).
 type SnapshotReadResult struct {
 	Bytes int    `json:"bytes"`
 	Data  []byte `json:"data,omitempty"`

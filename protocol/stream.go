@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,26 +41,67 @@ type LineStream struct {
 	// skipped, when set, is told of each skipped or discarded line instead
 	// of the log (OnSkip).
 	skipped func(reason, detail string)
-	// data, when set, takes each data line (OnData).
-	data func(line []byte)
+	// data, when set, takes each data frame (OnData); dataBuf holds the
+	// last one's bytes, reused.
+	data    func(head, payload []byte)
+	dataBuf []byte
 }
 
-// DataLinePrefix starts a data line: bulk bytes (a snapshot's) that cross
-// the link as "#<tag> <fields> <base64>" outside JSON-RPC, so no JSON
-// parser reads them. Tags: W (box→host, snapshot_write's data) and R
-// (host→box, snapshot_read's). Each is capped like any frame.
+// DataLinePrefix starts a data frame: bulk bytes (a snapshot's) that cross
+// the link outside JSON-RPC, as they are: a header line "#<tag> <fields>
+// <n>" and then exactly n raw bytes, n at most the frame cap. No JSON
+// parser and no base64 touch them. Tags: W (box→host, snapshot_write's
+// data) and R (host→box, snapshot_read's).
 const DataLinePrefix = '#'
 
-// OnData makes the stream hand each data line (DataLinePrefix) to f, on
-// the reading goroutine, instead of treating it as a bad frame. Call it
-// before the stream is used.
-func (s *LineStream) OnData(f func(line []byte)) {
+// DataHeader is the header line of a data frame of n bytes: head ("#W
+// <upload> <offset>") with n and the newline added.
+func DataHeader(head []byte, n int) []byte {
+	out := append(append([]byte(nil), head...), ' ')
+	out = strconv.AppendInt(out, int64(n), 10)
+	return append(out, '\n')
+}
+
+// OnData makes the stream hand each data frame (DataLinePrefix) to f, on
+// the reading goroutine, instead of treating it as a bad frame: head is
+// its header without the byte count, payload its bytes, valid only until
+// f returns. Call it before the stream is used.
+func (s *LineStream) OnData(f func(head, payload []byte)) {
 	s.data = f
+}
+
+// readData reads the payload of the data frame whose header is line and
+// hands both to the data function. A header without a usable byte count
+// is skipped alone: what follows is then read as frames, and a forger only
+// gets its own bytes skipped.
+func (s *LineStream) readData(line []byte) error {
+	i := bytes.LastIndexByte(line, ' ')
+	n, err := strconv.Atoi(string(line[i+1:]))
+	if i < 0 || err != nil || n < 0 || n > s.maxFrame {
+		if s.skipped != nil {
+			s.skipped("invalid data frame header", head(line, 200))
+		} else {
+			s.log.Debug().Str("line", head(line, 200)).Msg("link: skipped an invalid data frame header")
+		}
+		return nil
+	}
+	if cap(s.dataBuf) < n {
+		s.dataBuf = make([]byte, n)
+	}
+	payload := s.dataBuf[:n]
+	if _, err := io.ReadFull(s.r, payload); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return err
+	}
+	s.data(line[:i], payload)
+	return nil
 }
 
 // NewLineStream reads frames from r and writes them to w; Close closes c.
 func NewLineStream(r io.Reader, w io.Writer, c io.Closer, maxFrame int, log zerolog.Logger) *LineStream {
-	// 256 KiB: a data line of a few MiB is read in few slices.
+	// 256 KiB: a line of a few MiB is read in few slices.
 	return &LineStream{r: bufio.NewReaderSize(r, 256<<10), w: w, closer: c, maxFrame: maxFrame, log: log}
 }
 
@@ -153,7 +195,9 @@ func (s *LineStream) ReadObject(v any) error {
 			continue
 		}
 		if line[0] == DataLinePrefix && s.data != nil {
-			s.data(line)
+			if err := s.readData(line); err != nil {
+				return err
+			}
 			continue
 		}
 		if !looksLikeJSONRPC(line) {

@@ -426,6 +426,39 @@ func TestLineStreamOnSkip(t *testing.T) {
 	}
 }
 
+// TestLineStreamDataFrames: a data frame's bytes are taken as they are,
+// newlines and JSON-looking text included, and the frames after it are
+// read; a header whose count is missing, negative, over the cap or not a
+// number is skipped alone, named by OnSkip; a frame cut off by the end of
+// the link is EOF.
+func TestLineStreamDataFrames(t *testing.T) {
+	payload := "line one\n{\"jsonrpc\":\"2.0\",\"method\":\"forged\"}\n\x00\xff"
+	in := string(DataHeader([]byte("#W u1 0"), len(payload))) + payload +
+		"#W u1 x\n#W u1 -1\n#W u1 99999\n#W\n" +
+		`{"jsonrpc":"2.0","method":"m"}` + "\n" + "#R 0 10\nshort"
+	s := NewLineStream(strings.NewReader(in), io.Discard, nil, 4096, zerolog.Nop())
+	type frame struct{ head, payload string }
+	var frames []frame
+	s.OnData(func(head, payload []byte) { frames = append(frames, frame{string(head), string(payload)}) })
+	var skips []string
+	s.OnSkip(func(reason, detail string) { skips = append(skips, reason+": "+detail) })
+	var raw json.RawMessage
+	if err := s.ReadObject(&raw); err != nil || string(raw) != `{"jsonrpc":"2.0","method":"m"}` {
+		t.Fatalf("ReadObject: %s, %v; want the frame after the data", raw, err)
+	}
+	if got, want := frames, []frame{{"#W u1 0", payload}}; !slices.Equal(got, want) {
+		t.Errorf("data frames %q, want %q", got, want)
+	}
+	want := []string{"invalid data frame header: #W u1 x", "invalid data frame header: #W u1 -1",
+		"invalid data frame header: #W u1 99999", "invalid data frame header: #W"}
+	if !slices.Equal(skips, want) {
+		t.Errorf("skips %q, want %q", skips, want)
+	}
+	if err := s.ReadObject(&raw); !errors.Is(err, io.EOF) {
+		t.Errorf("a data frame cut off: %v, want EOF", err)
+	}
+}
+
 // TestLineStreamWriteObject checks that WriteObject writes one compact line
 // per object, accepts an encoding of exactly maxFrame bytes, refuses a
 // larger one with an error wrapping ErrFrameTooLarge without writing
