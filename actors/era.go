@@ -81,11 +81,11 @@ func modernRefusal(err error, http bool) bool {
 	return http && errors.Is(err, transport.ErrLegacySSEServer)
 }
 
-// discoverResult is the part of a server/discover result the bridge reads.
+// discoverResult is the part of a server/discover result the bridge reads:
+// its capabilities matter less than in the legacy era, since every request
+// declares the client's and the server answers each on its own.
 type discoverResult struct {
-	SupportedVersions []string                   `json:"supportedVersions"`
-	Capabilities      mcp.ServerCapabilities     `json:"capabilities"`
-	Meta              map[string]json.RawMessage `json:"_meta"`
+	Meta map[string]json.RawMessage `json:"_meta"`
 }
 
 // discover reaches s as a modern server: server/discover at the bridge's
