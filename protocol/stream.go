@@ -54,6 +54,11 @@ type LineStream struct {
 // data) and R (host→box, snapshot_read's).
 const DataLinePrefix = '#'
 
+// dataKeep is the largest data frame buffer a stream keeps for the next
+// frame: a snapshot chunk (4 MiB). A larger frame gets a buffer of its own,
+// so a sandbox cannot make the host hold a frame cap's worth for good.
+const dataKeep = 4 << 20
+
 // DataHeader is the header line of a data frame of n bytes: head ("#W
 // <upload> <offset>") with n and the newline added.
 func DataHeader(head []byte, n int) []byte {
@@ -85,10 +90,16 @@ func (s *LineStream) readData(line []byte) error {
 		}
 		return nil
 	}
-	if cap(s.dataBuf) < n {
+	var payload []byte
+	switch {
+	case n <= cap(s.dataBuf):
+		payload = s.dataBuf[:n]
+	case n <= dataKeep:
 		s.dataBuf = make([]byte, n)
+		payload = s.dataBuf
+	default: // a frame over a snapshot chunk: no sandbox's stream keeps that much
+		payload = make([]byte, n)
 	}
-	payload := s.dataBuf[:n]
 	if _, err := io.ReadFull(s.r, payload); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = io.EOF
