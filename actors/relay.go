@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -465,8 +466,10 @@ func (s *serverConn) relayElicitationRaw(ctx context.Context, ic *innerCall, ask
 // a URL) request on, its message cleaned (relayedMessage) and prefixed
 // with the server and tool it comes from; a mode the client did not
 // declare is declined. A form that reuses the field of the bridge's own
-// approval form, and any question past MaxInputRounds in the call, are
-// refused before the human sees them.
+// approval form, a link that is not plain https (badElicitationURL), and
+// any question past MaxInputRounds in the call, are refused before the
+// human sees them; a form's titles and descriptions are cleaned like its
+// message (cleanSchema).
 func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp.ElicitationParams) (any, string, error) {
 	decline := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
 	caps := asks.human.Caps()
@@ -485,11 +488,17 @@ func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp
 	// nothing else to bound them: a server that asks in a loop would
 	// otherwise reach the person without end. Counted for every client
 	// (a 2026-07-28 client's rounds are capped as well), before the person
-	// is reached. The count stops growing at the cap (give or take the
-	// questions racing to it), so it cannot wrap however often a server
-	// asks past it.
-	if asks.relayed.Load() >= MaxInputRounds || asks.relayed.Add(1) > MaxInputRounds {
-		return nil, "", &relayRefusal{code: mcp.INVALID_REQUEST, msg: fmt.Sprintf("this run_python call already put %d questions from MCP servers to the user, the cap; this one was not relayed", MaxInputRounds)}
+	// is reached.
+	if err := asks.countRelayed(); err != nil {
+		return nil, "", err
+	}
+	if p.Mode == mcp.ElicitationModeURL {
+		if why := badElicitationURL(p.URL); why != "" {
+			return nil, "", &relayRefusal{code: mcp.INVALID_PARAMS, msg: "the sign-in link " + why + ", so it was not shown to the user"}
+		}
+	}
+	if p.RequestedSchema != nil {
+		p.RequestedSchema = cleanSchema(p.RequestedSchema)
 	}
 	who := ic.server // a start's sign-in belongs to no tool
 	if ic.tool != "" {
@@ -507,6 +516,108 @@ func relayElicitation(ctx context.Context, ic *innerCall, asks *approvals, p mcp
 // maxRelayedMessage bounds an upstream's elicitation message as relayed,
 // in bytes, the "…" that marks a cut included.
 const maxRelayedMessage = 1000
+
+// countRelayed counts one question or sampling request of the call
+// toward MaxInputRounds, and refuses it past the cap. The count stops
+// growing at the cap (give or take the requests racing to it), so it
+// cannot wrap however often a server asks past it.
+func (a *approvals) countRelayed() error {
+	if a.relayed.Load() >= MaxInputRounds || a.relayed.Add(1) > MaxInputRounds {
+		return &relayRefusal{code: mcp.INVALID_REQUEST, msg: fmt.Sprintf("this run_python call already put %d questions or sampling requests from MCP servers to the user, the cap; this one was not relayed", MaxInputRounds)}
+	}
+	return nil
+}
+
+// maxElicitationURL caps a URL-mode elicitation's link, in bytes.
+const maxElicitationURL = 2048
+
+// badElicitationURL says what is wrong with a URL-mode elicitation's link
+// ("" when nothing): the person is asked to open it, so it must be an
+// absolute https link (http only to this machine), of a sane length, with
+// nothing in it a terminal or a browser's address bar would hide.
+func badElicitationURL(raw string) string {
+	if len(raw) > maxElicitationURL {
+		return fmt.Sprintf("is %d bytes long, over %d", len(raw), maxElicitationURL)
+	}
+	for _, r := range raw {
+		if r <= 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || printable.IsBidiControl(r) {
+			return "holds a space or a control character"
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "is not an absolute URL"
+	}
+	local := u.Hostname() == "localhost" || u.Hostname() == "127.0.0.1" || u.Hostname() == "::1"
+	if u.Scheme != "https" && !(u.Scheme == "http" && local) {
+		return fmt.Sprintf("uses %q, not https", printable.Log(clip(u.Scheme, 20)))
+	}
+	if u.User != nil {
+		return "carries a user name, which can disguise its host"
+	}
+	return ""
+}
+
+// cleanSchema is a requested form schema with its titles and descriptions
+// cleaned as a question's message is (control and bidi characters out),
+// at any depth: the person's client shows them as labels.
+func cleanSchema(schema any) any {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return schema
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return schema
+	}
+	return cleanLabels(v, 0)
+}
+
+// cleanLabels cleans the "title" and "description" strings of v's objects,
+// and of enumNames and enum titles, to depth 32.
+func cleanLabels(v any, depth int) any {
+	if depth > 32 {
+		return v
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if s, ok := x.(string); ok && (k == "title" || k == "description") {
+				t[k] = clipLabel(cleanMessage(s))
+				continue
+			}
+			if k == "enumNames" {
+				if names, ok := x.([]any); ok {
+					for i, n := range names {
+						if s, ok := n.(string); ok {
+							names[i] = clipLabel(cleanMessage(s))
+						}
+					}
+					continue
+				}
+			}
+			t[k] = cleanLabels(x, depth+1)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = cleanLabels(x, depth+1)
+		}
+	}
+	return v
+}
+
+// clipLabel bounds one label of a relayed form.
+func clipLabel(s string) string {
+	const maxLabel = 1024
+	if len(s) <= maxLabel {
+		return s
+	}
+	cut := maxLabel
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // relayedMessage is an upstream's elicitation message as the person sees
 // it: "who asks: " and the message cleaned (cleanMessage) and cut to
@@ -655,6 +766,10 @@ func isDecision(v any) bool {
 // the human's account.
 const maxSamplingMessages = 64 << 10
 
+// maxSamplingPrompt caps a relayed sampling request's system prompt, in
+// bytes: it too goes to the human's model.
+const maxSamplingPrompt = 16 << 10
+
 // relaySampling passes a sampling request on with its system prompt
 // prefixed by the server it comes from (samplingPrompt), so the human's
 // client and model see whose request it is; messages over
@@ -682,6 +797,14 @@ func (s *serverConn) relaySampling(ctx context.Context, ic *innerCall, asks *app
 	}
 	if size > maxSamplingMessages {
 		return nil, "", &relayRefusal{code: mcp.INVALID_PARAMS, msg: fmt.Sprintf("the sampling messages are %d bytes of JSON, over the bridge's cap of %d (64 KiB); they were not relayed", size, maxSamplingMessages)}
+	}
+	if len(p.SystemPrompt) > maxSamplingPrompt {
+		return nil, "", &relayRefusal{code: mcp.INVALID_PARAMS, msg: fmt.Sprintf("the sampling system prompt is %d bytes, over the bridge's cap of %d (16 KiB); it was not relayed", len(p.SystemPrompt), maxSamplingPrompt)}
+	}
+	// A sampling request spends the person's model on the server's behalf:
+	// it counts toward the same cap per call as a question (relayElicitation).
+	if err := asks.countRelayed(); err != nil {
+		return nil, "", err
 	}
 	p.SystemPrompt = samplingPrompt(s.name, p.SystemPrompt)
 	res, err := asks.human.Sample(ctx, mcp.CreateMessageRequest{CreateMessageParams: p})

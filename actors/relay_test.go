@@ -434,3 +434,91 @@ func TestRelaySamplingCap(t *testing.T) {
 		})
 	}
 }
+
+// TestRelaySamplingCountsAndPromptCap: sampling requests count toward the
+// call's cap of relayed requests, as questions do, and a system prompt
+// over 16 KiB is refused before it reaches the client.
+func TestRelaySamplingCountsAndPromptCap(t *testing.T) {
+	h := &sampler{}
+	conn, _, done := relayConn(h, HumanCaps{Sampling: true})
+	defer done()
+	ctx := context.Background()
+	resp, err := conn.handleRequest(ctx, sampleReq(strings.Repeat("p", 16<<10+1), "Hello"))
+	if err != nil || resp.Error == nil || !strings.Contains(resp.Error.Message, "16 KiB") {
+		t.Fatalf("a 16 KiB + 1 system prompt: %+v, %v; want a refusal naming the cap", resp, err)
+	}
+	for i := range MaxInputRounds {
+		if resp, err := conn.handleRequest(ctx, sampleReq("", "Hello")); err != nil || resp.Error != nil {
+			t.Fatalf("request %d: %+v, %v; want it relayed", i+1, resp, err)
+		}
+	}
+	resp, err = conn.handleRequest(ctx, sampleReq("", "Hello"))
+	if err != nil || resp.Error == nil || !strings.Contains(resp.Error.Message, "the cap") {
+		t.Errorf("past the cap: %+v, %v; want a refusal naming the cap", resp, err)
+	}
+	if got := len(h.requests()); got != MaxInputRounds {
+		t.Errorf("%d sampling requests reached the client, want %d", got, MaxInputRounds)
+	}
+}
+
+// TestBadElicitationURL: a URL-mode question's link must be a plain https
+// link (http only to this machine), short, without spaces, controls or a
+// user name.
+func TestBadElicitationURL(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want string // "" when the link is fine
+	}{
+		{"https://example.com/consent?x=1", ""},
+		{"http://localhost:8080/cb", ""},
+		{"http://127.0.0.1/cb", ""},
+		{"http://example.com/consent", `uses "http", not https`},
+		{"javascript:alert(1)", "is not an absolute URL"},
+		{"data:text/html,hi", "is not an absolute URL"},
+		{"file:///etc/passwd", "is not an absolute URL"},
+		{"ftp://example.com/x", `uses "ftp", not https`},
+		{"https://bank.example@evil.example/", "carries a user name"},
+		{"https://example.com/a b", "holds a space or a control character"},
+		{"https://example.com/\u202egnp.exe", "holds a space or a control character"},
+		{"https://example.com/" + strings.Repeat("a", 2048), "over 2048"},
+		{"/relative", "is not an absolute URL"},
+	} {
+		if got := badElicitationURL(tc.url); tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("badElicitationURL(%.60q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+// TestRelayCleansFormLabels: a relayed form's titles, descriptions and
+// enum names lose control and bidi characters, at any depth, and a URL
+// question with a bad link never reaches the person.
+func TestRelayCleansFormLabels(t *testing.T) {
+	h := &fakeHuman{caps: HumanCaps{Form: true, URL: true}, answer: accept("x")}
+	conn, _, done := relayConn(h, HumanCaps{Form: true, URL: true})
+	defer done()
+	req := elicitReq("")
+	req.Params = map[string]any{"message": "Pick", "requestedSchema": map[string]any{"type": "object", "title": "Form\x1b[2J",
+		"properties": map[string]any{"c": map[string]any{"type": "string", "title": "Col\u202eour", "description": "line\r\nnext\x07",
+			"enum": []any{"a"}, "enumNames": []any{"A\x00"}}}}}
+	if resp, err := conn.handleRequest(context.Background(), req); err != nil || resp.Error != nil {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	got, _ := json.Marshal(h.asked[0].Params.RequestedSchema)
+	for _, bad := range []string{`\u001b`, `\u202e`, `\r`, `\u0007`, `\u0000`} {
+		if strings.Contains(string(got), bad) {
+			t.Errorf("relayed schema %s still holds %s", got, bad)
+		}
+	}
+	if !strings.Contains(string(got), `"title":"Colour"`) || !strings.Contains(string(got), `"description":"line\nnext"`) {
+		t.Errorf("relayed schema %s: want the labels kept, cleaned", got)
+	}
+	url := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(2)), Method: "elicitation/create",
+		Params: map[string]any{"mode": "url", "message": "Sign in", "url": "javascript:alert(1)", "elicitationId": "e"}}
+	resp, err := conn.handleRequest(context.Background(), url)
+	if err != nil || resp.Error == nil || !strings.Contains(resp.Error.Message, "sign-in link is not an absolute URL") {
+		t.Errorf("a javascript: link: %+v, %v; want a refusal", resp, err)
+	}
+	if h.count() != 1 {
+		t.Errorf("the person was asked %d times, want 1 (the form only)", h.count())
+	}
+}
