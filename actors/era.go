@@ -82,10 +82,56 @@ func modernRefusal(err error, http bool) bool {
 }
 
 // discoverResult is the part of a server/discover result the bridge reads:
-// its capabilities matter less than in the legacy era, since every request
-// declares the client's and the server answers each on its own.
+// whether the server announces tool list changes, and its serverInfo.
 type discoverResult struct {
+	Capabilities struct {
+		Tools *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"tools"`
+	} `json:"capabilities"`
 	Meta map[string]json.RawMessage `json:"_meta"`
+}
+
+// listenBackoff bounds the wait before a subscriptions/listen stream that
+// ended is opened again: it starts at the minimum and doubles.
+const (
+	listenBackoffMin = time.Second
+	listenBackoffMax = 30 * time.Second
+)
+
+// listen keeps a subscriptions/listen request open on a modern server that
+// announces tool list changes: 2026-07-28 sends notifications/tools/
+// list_changed only on such a stream (it replaces the legacy GET stream),
+// and they reach the connection's notification handler like any other. A
+// stream that ends is opened again after a backoff, until the connection's
+// life ends. Runs on the connection's wait group.
+func (s *serverConn) listen() {
+	defer s.wg.Done()
+	defer guard(s.log, "a subscriptions/listen stream", func(any) { s.abort() })
+	wait := listenBackoffMin
+	for s.life.Err() == nil {
+		start := time.Now()
+		_, err := s.request(s.life, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+		if s.life.Err() != nil {
+			return
+		}
+		var rpcErr *rpcError
+		if errors.As(err, &rpcErr) && rpcErr.code == mcp.METHOD_NOT_FOUND {
+			s.log.Info().Msg("the server announces tool list changes but has no subscriptions/listen; its new tools show at its next start")
+			return
+		}
+		if time.Since(start) > listenBackoffMax {
+			wait = listenBackoffMin // it was up a while: not a failing loop
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.life.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, listenBackoffMax)
+	}
 }
 
 // discover reaches s as a modern server: server/discover at the bridge's

@@ -47,6 +47,7 @@ type serverConn struct {
 	// probedAt is when it was last found so.
 	modern        atomic.Value
 	legacyVersion string // the revision a legacy server's initialize agreed
+	listChanged   bool   // a modern server announces tool list changes (listen)
 	probed        bool
 	probedAt      time.Time
 	// schemas are the tools' input schemas, for the Mcp-Param-* headers
@@ -373,6 +374,10 @@ func (c *Client) connect(ctx context.Context) (_ *serverConn, _ []ToolInfo, star
 	if conn.probed {
 		conn.probedAt = time.Now()
 	}
+	if conn.protocol() != "" && conn.listChanged {
+		conn.wg.Add(1)
+		go conn.listen()
+	}
 	cat = conn.catalog(tools)
 	c.deps.Store.Save(c.spec.Hash, cat)
 	c.remember(cat)
@@ -473,6 +478,7 @@ func (s *serverConn) discoverAsStart(ctx context.Context) error {
 	if info, ok := serverInfoOf(res.Meta); ok {
 		s.version = info.Version
 	}
+	s.listChanged = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
 	return nil
 }
 
@@ -651,6 +657,7 @@ func (s *serverConn) close() {
 				s.cancel()
 			}
 			s.markDone("closed")
+			s.wg.Wait() // a modern server's listen stream, ended with its life
 			return
 		}
 		s.child.Stop(time.Second, 2*time.Second)

@@ -86,9 +86,10 @@ func checkModernRequests(t *testing.T, name string, lines []modernLine, http boo
 // stdio and one over streamable HTTP, beside the legacy everything server.
 // Cells mix the eras; search covers the modern tools; structured content,
 // an x-mcp-header parameter, resources, progress, cancel, input_required
-// rounds relayed to an elicitation-capable client, and tasks (with and
-// without input) work; describe_server shows each era; and on the
-// servers' side every request after discovery carried the _meta version.
+// rounds relayed to an elicitation-capable client, tasks (with and without
+// input), and tool list changes on the subscriptions/listen stream work;
+// describe_server shows each era; and on the servers' side every request
+// after discovery carried the _meta version.
 func TestModernServers(t *testing.T) {
 	requirePodman(t)
 	dir := t.TempDir()
@@ -151,6 +152,18 @@ print(runtime.describe_server('everything')['protocol'])`, all...)
 	got = b.mustOK("print(await mcp_modern.task(seconds=0.5))\nprint(await mcp_modernweb.task(seconds=-0.3))", all...)
 	if !strings.Contains(got, "task done") || !strings.Contains(got, "task answered: accept") {
 		t.Errorf("modern tasks: %s", got)
+	}
+	// A tool list change reaches the bridge on the server's
+	// subscriptions/listen stream (2026-07-28 sends it nowhere else), and
+	// the new tool becomes callable.
+	got = b.mustOK("print(await mcp_modern.grow())\nprint(await mcp_modernweb.grow())", all...)
+	if strings.Count(got, "grown; 1 listeners told") != 2 {
+		t.Errorf("grow: %s; want each server to have one listener (the bridge's subscriptions/listen)", got)
+	}
+	got = b.eventually("print(hasattr(mcp_modern, 'extra'), hasattr(mcp_modernweb, 'extra'))",
+		func(s string) bool { return strings.Contains(s, "True True") }, all...)
+	if !strings.Contains(got, "True True") {
+		t.Errorf("the tool added after list_changed: %s", got)
 	}
 	// Progress reaches the client; a cell timeout cancels the request on
 	// stdio (notifications/cancelled) and over HTTP (the stream closes).

@@ -154,6 +154,12 @@ type server struct {
 	states   map[string]bool
 	tasks    map[string]*task
 	lastTask int
+	// grown says the grow tool ran: tools/list then holds extra too.
+	// listeners are the open subscriptions/listen requests that asked for
+	// toolsListChanged; a notification to one is sent under mu, so never
+	// after its request ended.
+	grown     bool
+	listeners map[*call]bool
 }
 
 // ---------------------------------------------------------------------------
@@ -406,6 +412,8 @@ var methods = map[string]handler{
 	"tasks/get":       (*server).tasksGet,
 	"tasks/update":    (*server).tasksUpdate,
 	"tasks/cancel":    (*server).tasksCancel,
+
+	"subscriptions/listen": (*server).listen,
 }
 
 // dispatch answers c on c.out.
@@ -548,7 +556,7 @@ func (s *server) discover(*call) (map[string]any, error) {
 	return map[string]any{
 		"supportedVersions": []string{protocolVersion},
 		"capabilities": map[string]any{
-			"tools":      map[string]any{},
+			"tools":      map[string]any{"listChanged": true},
 			"resources":  map[string]any{},
 			"extensions": map[string]any{tasksExtension: map[string]any{}},
 		},
@@ -574,11 +582,65 @@ const toolsJSON = `[
 	{"name":"task","description":"Run as a task for the given seconds (negative: ask for input after them).",
 	 "inputSchema":{"type":"object","properties":{"seconds":{"type":"number"}},"required":["seconds"]}},
 	{"name":"lookup","description":"Look up a region; the region travels in the Mcp-Param-Region header.",
-	 "inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}}
+	 "inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}},
+	{"name":"grow","description":"Add the extra tool and tell the listeners (notifications/tools/list_changed).",
+	 "inputSchema":{"type":"object","properties":{}}}
 ]`
 
+// extraJSON is the tool grow adds.
+const extraJSON = `{"name":"extra","description":"A tool that appeared after grow.","inputSchema":{"type":"object","properties":{}}}`
+
 func (s *server) toolsList(*call) (map[string]any, error) {
+	s.mu.Lock()
+	grown := s.grown
+	s.mu.Unlock()
+	if grown {
+		return map[string]any{"tools": json.RawMessage(strings.TrimSuffix(strings.TrimSpace(toolsJSON), "]") + "," + extraJSON + "]")}, nil
+	}
 	return map[string]any{"tools": json.RawMessage(toolsJSON)}, nil
+}
+
+// grow adds the extra tool and tells every listener that asked for it
+// (notifications/tools/list_changed on its subscriptions/listen stream).
+func (s *server) grow() (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grown = true
+	for l := range s.listeners {
+		l.out.notify(notification("notifications/tools/list_changed", map[string]any{
+			"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": l.id}}))
+	}
+	return textResult(fmt.Sprintf("grown; %d listeners told", len(s.listeners))), nil
+}
+
+// listen is subscriptions/listen: it acknowledges toolsListChanged (the
+// only kind this server sends) and holds the stream open until the client
+// ends it; list changes are sent on it (grow).
+func (s *server) listen(c *call) (map[string]any, error) {
+	var p struct {
+		Notifications struct {
+			ToolsListChanged bool `json:"toolsListChanged"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(c.params, &p)
+	c.out.stream()
+	s.mu.Lock()
+	if s.listeners == nil {
+		s.listeners = map[*call]bool{}
+	}
+	if p.Notifications.ToolsListChanged {
+		s.listeners[c] = true
+	}
+	c.out.notify(notification("notifications/subscriptions/acknowledged", map[string]any{
+		"notifications": map[string]any{"toolsListChanged": p.Notifications.ToolsListChanged},
+		"_meta":         map[string]any{"io.modelcontextprotocol/subscriptionId": c.id}}))
+	s.mu.Unlock()
+	<-c.ctx.Done()
+	s.mu.Lock()
+	delete(s.listeners, c)
+	s.mu.Unlock()
+	s.log.event("listen-ended", c.id)
+	return nil, errNoReply
 }
 
 // callParams are a tools/call's params, with the multi round-trip members
@@ -606,6 +668,8 @@ func (s *server) toolsCall(c *call) (map[string]any, error) {
 		return s.startTask(c, p)
 	case "lookup":
 		return lookup(p)
+	case "grow":
+		return s.grow()
 	}
 	return nil, fail(codeInvalidParams, "unknown tool: "+p.Name)
 }
@@ -947,6 +1011,11 @@ func (s *server) tasksCancel(c *call) (map[string]any, error) {
 func (s *server) serveStdio() int {
 	out := &stdioConn{w: os.Stdout}
 	requests := &inflight{running: map[string]*running{}}
+	// The end of stdin ends the subscriptions/listen streams (which would
+	// otherwise hold the exit), not the other requests: their replies are
+	// still sent.
+	eof, atEOF := context.WithCancel(context.Background())
+	defer atEOF()
 	var wg sync.WaitGroup
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), maxMessage)
@@ -967,7 +1036,11 @@ func (s *server) serveStdio() int {
 		case m.isRequest():
 			// Registered here, before the goroutine starts, so that a
 			// cancel on the next line always finds it.
-			ctx, cancel := context.WithCancel(context.Background())
+			parent := context.Background()
+			if m.Method == "subscriptions/listen" {
+				parent = eof
+			}
+			ctx, cancel := context.WithCancel(parent)
 			key := idKey(m.ID)
 			r := requests.add(key, cancel)
 			c := &call{ctx: ctx, id: m.ID, method: m.Method, params: m.Params, meta: parseMeta(m.Params), out: out}
@@ -977,6 +1050,7 @@ func (s *server) serveStdio() int {
 			})
 		}
 	}
+	atEOF()
 	wg.Wait()
 	if err := in.Err(); err != nil {
 		fmt.Fprintf(os.Stderr, "modernserver: stdin: %v\n", err)
@@ -1110,6 +1184,7 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // httpConn is one POST's response: application/json for a lone reply, or
 // an event stream once stream is called.
 type httpConn struct {
+	mu  sync.Mutex // a listener's notifications come from other requests' goroutines
 	w   http.ResponseWriter
 	sse bool
 }
@@ -1132,6 +1207,8 @@ func (h *httpConn) event(raw []byte) {
 func (h *httpConn) flush() { _ = http.NewResponseController(h.w).Flush() }
 
 func (h *httpConn) notify(raw []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !h.sse {
 		h.stream()
 	}
