@@ -111,13 +111,15 @@ func TestSearchWaitsForStartingServers(t *testing.T) {
 			servers: map[string]startScript{
 				"a": {4 * time.Second, "up"}, "f": {0, "fail"}, "h": {0, "hang"},
 			},
-			// Not 3.5 s: f's retries after its backoff (0.5, 1, 2 s) start
-			// then, and which goroutine runs first at one instant of the
-			// bubble is not fixed.
+			// f failed at its start, and the search's own kick starts it
+			// again at the same instant of the bubble: which goroutine
+			// runs first then is not fixed, so f is failed or starting
+			// (seen 4 times in 300 runs). Either way the search does not
+			// wait for it.
 			after: 3250 * time.Millisecond, took: 0,
 			uncovered: map[string]string{
 				"a": "hung: not answering initialize after 3s" + again,
-				"f": "failed to start: *",
+				"f": "failed to start: *|starting" + again,
 				"h": "hung: not answering initialize after 3s" + again,
 			},
 		},
@@ -165,10 +167,12 @@ func TestSearchWaitsForStartingServers(t *testing.T) {
 				}
 				for name, want := range tc.uncovered {
 					state := uncovered[name]
-					if prefix, any := strings.CutSuffix(want, "*"); any && strings.HasPrefix(state, prefix) {
-						continue
-					}
-					if state != want {
+					// want is alternatives split by "|", each exact or a
+					// prefix ending in "*".
+					if !slices.ContainsFunc(strings.Split(want, "|"), func(w string) bool {
+						prefix, any := strings.CutSuffix(w, "*")
+						return state == w || any && strings.HasPrefix(state, prefix)
+					}) {
 						t.Errorf("%s: state %q, want %q", name, state, want)
 					}
 				}
