@@ -466,6 +466,20 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	}
 	res, err := call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
 	ranOut = byCall && errors.Is(err, ErrCallTimeout)
+	if ranOut {
+		// This call's bound was the run_python call's deadline, which
+		// passes now too. Its error is held until that call's own timeout
+		// ends it (at most ranOutHold): sent at once, it could end the
+		// cell with an MCPError a moment before the host's timer fires,
+		// and the caller would get an error instead of the timeout that
+		// names this tool (seen under load).
+		hold := time.NewTimer(ranOutHold)
+		select {
+		case <-ctx.Done():
+		case <-hold.C:
+		}
+		hold.Stop()
+	}
 	if err != nil {
 		kind, code := protocol.KindServerError, int64(protocol.CodeServerError)
 		if errors.Is(err, ErrCallTimeout) {
@@ -506,6 +520,10 @@ func deref(a, b *string) string {
 	}
 	return ""
 }
+
+// ranOutHold bounds how long a tool call that ran out with its run_python
+// call holds its error for that call's timeout.
+const ranOutHold = time.Second
 
 // hiddenCwd replaces the cwd of a server the call does not grant: a host
 // path is shown only to calls that may use the server.
