@@ -106,6 +106,11 @@
 // A tool that requires a task goes through Client.CallTask (tasks.go), whose
 // one helper goroutine (the blocking tasks/result) ends with the call; the
 // resources methods (resources.go) go through Client.roundTrip like Call.
+// A server of the 2026-07-28 generation is reached with server/discover
+// and its era kept in the catalog (era.go, Client.reach); roundTrip then
+// follows its input_required rounds and tasks (mrtr.go) on the caller's
+// goroutine, and its subscriptions/listen stream is a goroutine of the
+// connection's wait group, ended with the connection.
 // search_tool_docs asks the clients of the servers still starting for their
 // connection (ask on uses), one after another against one 2 s deadline for
 // the whole search (methods.go's awaitStarting), and the activeCall keeps
