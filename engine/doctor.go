@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/bridge-mcp/bridge/actors"
@@ -41,7 +42,15 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	} else {
 		f.Close()
 		os.Remove(f.Name())
-		add("OK", "state dir", "%s is writable", filepath.Join(e.Env.StateDir, ".bridge"))
+		dir := filepath.Join(e.Env.StateDir, ".bridge")
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			add("OK", "state dir", "%s is writable", dir)
+		} else if free := int64(st.Bavail) * st.Bsize; free < minStateFree {
+			add("WARN", "state dir", "%s is writable, but only %s is free: session snapshots, memory and saved tools need room (grow the volume, or lower MCP_BRIDGE_SNAPSHOT_TOTAL)", dir, freeText(free))
+		} else {
+			add("OK", "state dir", "%s is writable, %s free", dir, freeText(free))
+		}
 	}
 
 	e.doctorSessions(add)
@@ -280,4 +289,16 @@ func (e *Engine) doctorTokens(add func(string, string, string, ...any)) {
 			strings.Join(set.Short, ", "), httpd.MinTokenLength)
 	}
 	add("OK", "tokens", "%s: %d tokens, for %s", path, set.Len(), strings.Join(set.Principals(), ", "))
+}
+
+// minStateFree is the free space under which doctor WARNs about the state
+// directory's volume.
+const minStateFree = 1 << 30
+
+// freeText writes free space in GiB, or MiB under one GiB.
+func freeText(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }

@@ -229,17 +229,25 @@ print(json.dumps(out))`
 	if dns, _ := got["dns"].(string); !strings.HasPrefix(dns, "error gaierror") {
 		t.Errorf("DNS resolution of example.com: %q, want a gaierror", dns)
 	}
-	// A pod has an eth0 with one on-link route (its CNI's; docs/SECURITY.md,
-	// per-backend table): TestKubeNoNetwork checks it reaches nothing.
-	wantIfs, wantRoutes := `["lo"]`, 0.0
+	// A pod has an eth0 on its CNI's network, routed on a real cluster
+	// (docs/SECURITY.md, per-backend table): its seccomp profile refuses it
+	// AF_INET and AF_INET6 sockets, and TestKubeNoNetwork checks that.
 	if testRuntime() == "kubernetes" {
-		wantIfs, wantRoutes = `["lo","eth0"]`, 1.0
-	}
-	if ifs, _ := json.Marshal(got["interfaces"]); string(ifs) != wantIfs {
-		t.Errorf("network interfaces in the sandbox: %s, want %s", ifs, wantIfs)
-	}
-	if got["routes"] != wantRoutes {
-		t.Errorf("the sandbox has %v routes, want %v", got["routes"], wantRoutes)
+		if ifs, _ := json.Marshal(got["interfaces"]); string(ifs) != `["lo","eth0"]` {
+			t.Errorf("network interfaces in the sandbox pod: %s, want [\"lo\",\"eth0\"]", ifs)
+		}
+		for _, tg := range targets {
+			if res, _ := got[tg.Name].(string); tg.Kind != "unix" && !strings.HasPrefix(res, "error PermissionError 1") {
+				t.Errorf("%s: %s, want the socket refused (PermissionError, EPERM)", tg.Name, res)
+			}
+		}
+	} else {
+		if ifs, _ := json.Marshal(got["interfaces"]); string(ifs) != `["lo"]` {
+			t.Errorf("network interfaces in the sandbox: %s, want [\"lo\"]", ifs)
+		}
+		if got["routes"] != 0.0 {
+			t.Errorf("the sandbox has %v routes, want none", got["routes"])
+		}
 	}
 	time.Sleep(300 * time.Millisecond) // let a stray packet arrive
 	if n := hits.Load(); n != 0 {

@@ -22,6 +22,7 @@ import (
 var plural = map[string]string{
 	"Namespace": "namespaces", "ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
 	"NetworkPolicy": "networkpolicies", "Deployment": "deployments", "Service": "services", "Pod": "pods",
+	"ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims", "Secret": "secrets",
 }
 
 // warnings collects the API server's warning headers (PodSecurity's among them).
@@ -63,7 +64,7 @@ func TestKubeManifests(t *testing.T) {
 			template = obj["spec"].(map[string]any)["template"].(map[string]any)
 		}
 	}
-	for _, kind := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "NetworkPolicy", "Deployment", "Service"} {
+	for _, kind := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "NetworkPolicy", "ConfigMap", "PersistentVolumeClaim", "Deployment", "Service"} {
 		if !kinds[kind] {
 			t.Errorf("the manifests have no %s", kind)
 		}
@@ -105,10 +106,9 @@ func TestKubeShippedRole(t *testing.T) {
 		}
 	}
 	// Every namespace has a ServiceAccount "default", which a pod's
-	// admission looks up; the controller manager makes it, and the test
-	// cluster runs none.
+	// admission looks up; the controller manager makes it, perhaps not yet.
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}
-	if err := createObject(t, client, sa, ns, false); err != nil {
+	if err := createObject(t, client, sa, ns, false); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("ServiceAccount default: %v", err)
 	}
 	as := func(account string) map[string]string {
@@ -222,20 +222,11 @@ func impersonating(t *testing.T, user string) string {
 // apiPath is where obj is created.
 func apiPath(t *testing.T, obj map[string]any, ns string) string {
 	t.Helper()
-	apiVersion, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	res, ok := plural[kind]
-	if !ok {
-		t.Fatalf("unexpected kind %s", kind)
+	path, err := resourcePath(obj, ns)
+	if err != nil {
+		t.Fatal(err)
 	}
-	base := "/apis/" + apiVersion
-	if !strings.Contains(apiVersion, "/") {
-		base = "/api/" + apiVersion
-	}
-	if kind == "Namespace" {
-		return base + "/" + res
-	}
-	return base + "/namespaces/" + ns + "/" + res
+	return path
 }
 
 // withCodecs gives cfg the codecs of the test's core client.

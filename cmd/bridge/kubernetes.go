@@ -19,8 +19,14 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	subs := []string{"manifests", "seccomp"}
 	fs := flag.NewFlagSet("kubernetes", flag.ContinueOnError)
 	ns := fs.String("namespace", "bridge", "`NAMESPACE` of the bridge and its sandbox pods (manifests)")
-	bridgeImage := fs.String("image", "bridge:latest", "the bridge's own `IMAGE` (manifests)")
+	bridgeImage := fs.String("image", "localhost/bridge:latest", "the bridge's own `IMAGE`, from bridge image build --bridge (manifests)")
 	sandboxImage := fs.String("sandbox-image", engine.DefaultImage, "the sandbox `IMAGE` (manifests)")
+	servers := fs.String("servers", "", "the servers `FILE` (\"mcpServers\" JSON) for the ConfigMap (manifests; default: none)")
+	policy := fs.String("policy", "", "the bridge.policy `FILE` for the ConfigMap (manifests; default: none, every tool allowed)")
+	storageClass := fs.String("storage-class", "", "the state volume's storage `CLASS` (manifests; default: the cluster's default class)")
+	storageSize := fs.String("storage-size", kube.DefaultStorageSize, "the state volume's `SIZE` (manifests)")
+	replicas := fs.Int("replicas", 1, "`N` replicas; sessions live in one replica's memory, so 1 (manifests)")
+	seccomp := fs.String("seccomp-profile", kube.DefaultSeccompProfile, "the sandbox pods' Localhost seccomp `PROFILE`, relative to the kubelet's seccomp directory; \"\" for RuntimeDefault (manifests)")
 	var metricsPrincipals stringList
 	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens Secret that may read /metrics, passed to bridge serve; "+
 		"repeatable (manifests; default "+kube.DefaultMetricsPrincipal+")")
@@ -41,7 +47,7 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 		return code
 	}
 	if args[0] == "seccomp" {
-		_, _ = m.Stdout.Write(append(container.SeccompProfile(), '\n'))
+		_, _ = m.Stdout.Write(append(container.PodSeccompProfile(), '\n'))
 		return 0
 	}
 	for _, p := range metricsPrincipals {
@@ -49,6 +55,18 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 			return m.usage("kubernetes manifests: --metrics-principal %q: a principal is 1-64 characters from A-Z a-z 0-9 _ . - (not . or ..)", p)
 		}
 	}
-	fmt.Fprint(m.Stdout, kube.Manifests(*ns, *bridgeImage, *sandboxImage, metricsPrincipals...))
+	d := kube.Deployment{Namespace: *ns, Image: *bridgeImage, SandboxImage: *sandboxImage,
+		StorageClass: *storageClass, StorageSize: *storageSize, Replicas: *replicas,
+		MetricsPrincipals: metricsPrincipals, SeccompProfile: *seccomp}
+	if err := d.Validate(); err != nil {
+		return m.usage("kubernetes manifests: %v", err)
+	}
+	files, err := engine.DeployFiles(*servers, *policy)
+	if err != nil {
+		m.Stderr.Write([]byte("bridge: kubernetes manifests: " + err.Error() + "\n"))
+		return 1
+	}
+	d.Files = files
+	fmt.Fprint(m.Stdout, kube.Manifests(d))
 	return 0
 }

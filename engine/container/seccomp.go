@@ -128,12 +128,23 @@ const (
 	// cloneNamespaceFlags is CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET.
 	cloneNamespaceFlags = 0x7E020000
 	afPacket            = 17 // families from here up, and unlisted lower ones, are refused
+	afUnix              = 1
+	afInet              = 2
+	afInet6             = 10
+	afNetlink           = 16
 )
 
 // seccompFamilies are the socket families allowed: unix sockets
 // (multiprocessing), loopback IPv4/IPv6 (there is no network) and netlink
 // (getaddrinfo's interface check).
-var seccompFamilies = []uint64{1, 2, 10, 16}
+var seccompFamilies = []uint64{afUnix, afInet, afInet6, afNetlink}
+
+// podSeccompFamilies are the families allowed in a Kubernetes sandbox pod:
+// no AF_INET or AF_INET6. A pod always has an interface on the pod network,
+// and only a CNI plugin that enforces NetworkPolicy would keep it off that
+// network; refusing the sockets keeps a sandbox off the network whatever
+// the CNI (the in-sandbox link is the pod's stdin and stdout).
+var podSeccompFamilies = []uint64{afUnix, afNetlink}
 
 type seccompArg struct {
 	Index    uint   `json:"index"`
@@ -174,6 +185,18 @@ func eqArg(index uint, v uint64) seccompArg {
 // and docker read (`--security-opt seccomp=<file>`). The output is
 // deterministic, so its hash names the file.
 func SeccompProfile() []byte {
+	return seccompProfileFor(seccompFamilies)
+}
+
+// PodSeccompProfile is SeccompProfile for Kubernetes sandbox pods, in the
+// same format (the kubelet's Localhost profiles): it also refuses AF_INET
+// and AF_INET6 sockets (podSeccompFamilies says why).
+func PodSeccompProfile() []byte {
+	return seccompProfileFor(podSeccompFamilies)
+}
+
+// seccompProfileFor is the built-in profile allowing socket families.
+func seccompProfileFor(families []uint64) []byte {
 	denied := make([]string, 0, len(seccompDenied))
 	for name := range seccompDenied {
 		denied = append(denied, name)
@@ -200,7 +223,7 @@ func SeccompProfile() []byte {
 	}
 	for fam := uint64(0); fam < afPacket; fam++ {
 		rule := errnoRule([]string{"socket"}, errnoEPERM, "", eqArg(0, fam))
-		for _, ok := range seccompFamilies {
+		for _, ok := range families {
 			if fam == ok {
 				rule = seccompRule{Names: []string{"socket"}, Action: "SCMP_ACT_ALLOW", Args: []seccompArg{eqArg(0, fam)}}
 			}

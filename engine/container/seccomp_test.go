@@ -12,10 +12,29 @@ import (
 // TestSeccompProfile checks the built-in profile: an allow-list whose
 // default refuses, the escape syscalls of issue 13 refused with EPERM,
 // clone only without namespace flags, clone3 ENOSYS (glibc falls back to
-// clone), and socket only for unix, inet, inet6 and netlink.
+// clone), and socket only for unix, inet, inet6 and netlink (pods: unix
+// and netlink).
 func TestSeccompProfile(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		profile  []byte
+		families []uint64
+	}{
+		{"containers", SeccompProfile(), []uint64{1, 2, 10, 16}},
+		// Pods: no AF_INET or AF_INET6, whatever the CNI.
+		{"pods", PodSeccompProfile(), []uint64{1, 16}},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkSeccompProfile(t, c.profile, c.families) })
+	}
+	if string(SeccompProfile()) != string(SeccompProfile()) {
+		t.Errorf("the profile is not deterministic")
+	}
+}
+
+// checkSeccompProfile checks one profile allowing socket families.
+func checkSeccompProfile(t *testing.T, profile []byte, families []uint64) {
 	var p seccompProfile
-	if err := json.Unmarshal(SeccompProfile(), &p); err != nil {
+	if err := json.Unmarshal(profile, &p); err != nil {
 		t.Fatalf("profile is not JSON: %v", err)
 	}
 	if p.DefaultAction != "SCMP_ACT_ERRNO" {
@@ -108,7 +127,7 @@ func TestSeccompProfile(t *testing.T) {
 	}
 	for f := uint64(0); f < 64; f++ {
 		want := "SCMP_ACT_ERRNO"
-		if slices.Contains([]uint64{1, 2, 10, 16}, f) {
+		if slices.Contains(families, f) {
 			want = "SCMP_ACT_ALLOW"
 		}
 		if got := family(f); got != want {
@@ -119,9 +138,6 @@ func TestSeccompProfile(t *testing.T) {
 		if _, denied := seccompDenied[n]; denied || n == "clone" || n == "clone3" || n == "socket" {
 			t.Errorf("%s is both allowed unconditionally and denied or filtered", n)
 		}
-	}
-	if string(SeccompProfile()) != string(SeccompProfile()) {
-		t.Errorf("the profile is not deterministic")
 	}
 }
 

@@ -65,6 +65,22 @@ func TestLoadTokensOthersReadable(t *testing.T) {
 	if _, others, err := LoadTokens(p); err != nil || !others {
 		t.Fatalf("0644: others=%v err=%v, want true nil", others, err)
 	}
+	// A Secret mounted with defaultMode 0440 and fsGroup: group-read by the
+	// process's own gid is not others.
+	if err := os.Chmod(p, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if _, others, err := LoadTokens(p); err != nil || others {
+		t.Fatalf("0440, own gid: others=%v err=%v, want false nil", others, err)
+	}
+	if os.Geteuid() == 0 { // a group the process is not: only root may chown so
+		if err := os.Chown(p, -1, os.Getgid()+1); err != nil {
+			t.Fatal(err)
+		}
+		if _, others, err := LoadTokens(p); err != nil || !others {
+			t.Fatalf("0440, another gid: others=%v err=%v, want true nil", others, err)
+		}
+	}
 }
 
 // TestReloadKeepsOldSetOnError checks that a change is picked up, that an

@@ -108,7 +108,7 @@ func (l *Launcher) doctorImage(ctx context.Context, c *clients, add func(status,
 		return
 	}
 	ctr := &pod.Spec.Containers[0]
-	ctr.Command = []string{"python3", "-c", "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 3)"}
+	ctr.Command = []string{"python3", "-c", doctorPodCheck}
 	ctr.Stdin, ctr.StdinOnce = false, false
 	pod.Labels[LabelSandbox] = "doctor"
 	if err := c.core.Post().Namespace(c.namespace).Resource("pods").Body(pod).Do(ctx).Error(); err != nil {
@@ -122,9 +122,10 @@ func (l *Launcher) doctorImage(ctx context.Context, c *clients, add func(status,
 		if err == nil {
 			if t := terminated(&p); t != nil {
 				switch {
-				case t.ExitCode == 0:
+				case t.ExitCode == 0 || t.ExitCode == 4:
 					add("OK", "image", "%s runs in a sandbox pod (Python 3.11+)", l.cfg.Image)
 					l.doctorSeccomp(add)
+					l.doctorSockets(add, t.ExitCode == 0)
 				case t.ExitCode == 3:
 					add("FAIL", "image", "%s has Python older than 3.11 (rebuild it: bridge image build)", l.cfg.Image)
 				default:
@@ -147,6 +148,31 @@ func (l *Launcher) doctorImage(ctx context.Context, c *clients, add func(status,
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// doctorPodCheck is the doctor pod's Python: exit 3 for a Python older
+// than 3.11, 4 when it may open an AF_INET or AF_INET6 socket, else 0.
+const doctorPodCheck = `import socket, sys
+if sys.version_info < (3, 11):
+    sys.exit(3)
+for family in (socket.AF_INET, socket.AF_INET6):
+    try:
+        socket.socket(family, socket.SOCK_STREAM).close()
+    except OSError:
+        continue
+    sys.exit(4)
+`
+
+// doctorSockets reports whether the doctor pod could open network sockets.
+func (l *Launcher) doctorSockets(add func(status, name, format string, a ...any), refused bool) {
+	switch {
+	case refused:
+		add("OK", "network", "a sandbox pod cannot open an AF_INET or AF_INET6 socket (seccomp), whatever the CNI")
+	case l.cfg.SeccompProfile != "":
+		add("FAIL", "network", "a sandbox pod opened an AF_INET socket under the Localhost profile %s, which is out of date: save `bridge kubernetes seccomp` there again", l.cfg.SeccompProfile)
+	default:
+		add("WARN", "network", "a sandbox pod can open AF_INET sockets (RuntimeDefault): only a NetworkPolicy that the CNI enforces keeps it off the network; install `bridge kubernetes seccomp` and set MCP_BRIDGE_K8S_SECCOMP_PROFILE")
 	}
 }
 

@@ -83,20 +83,33 @@ func TestLoadKeyContents(t *testing.T) {
 
 func TestLoadKeyWarnsOnPermissiveMode(t *testing.T) {
 	cases := []struct {
-		mode os.FileMode
-		warn bool
+		mode       os.FileMode
+		otherGroup bool // the file's group is not the process's gid
+		warn       bool
 	}{
-		{0o600, false},
-		{0o400, false},
-		{0o640, true},
-		{0o604, true},
-		{0o644, true},
-		{0o620, true},
+		{0o600, false, false},
+		{0o400, false, false},
+		// A Secret mounted with defaultMode 0440 and fsGroup: the group is
+		// the process's own.
+		{0o440, false, false},
+		{0o640, false, false},
+		{0o604, false, true},
+		{0o644, false, true},
+		{0o640, true, true},
+		{0o620, true, true},
 	}
 	for _, c := range cases {
+		if c.otherGroup && os.Geteuid() != 0 {
+			continue // only root may give a file a group it is not in
+		}
 		path := filepath.Join(t.TempDir(), "key")
 		if err := os.WriteFile(path, []byte(strings.Repeat("ab", 32)), 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if c.otherGroup {
+			if err := os.Chown(path, -1, os.Getgid()+1); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.Chmod(path, c.mode); err != nil {
 			t.Fatal(err)
@@ -106,7 +119,7 @@ func TestLoadKeyWarnsOnPermissiveMode(t *testing.T) {
 			t.Fatalf("mode %o: LoadKey = %d bytes, %v", c.mode, len(key), err)
 		}
 		if got := warning != ""; got != c.warn {
-			t.Errorf("mode %o: warning %q, want a warning: %v", c.mode, warning, c.warn)
+			t.Errorf("mode %o (other group %v): warning %q, want a warning: %v", c.mode, c.otherGroup, warning, c.warn)
 		}
 		if c.warn && (!strings.Contains(warning, "chmod 600") || !strings.Contains(warning, path)) {
 			t.Errorf("mode %o: warning %q names neither the fix nor the file", c.mode, warning)
