@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,10 @@ import (
 // ConfigMap's stdio server (node, in the bridge's image) and finds its
 // sandbox pod refused network sockets. `bridge doctor` in the bridge pod
 // checks the state volume, the tokens, the servers and the sandbox pods'
-// sockets; the bridge logs no warning about its Secret's files; and no
-// sandbox pod outlives its session.
+// sockets; the bridge logs no warning about its Secret's files. The bridge
+// pod, deleted, takes its sandbox pods along, and the session's state comes
+// back in its replacement from the state volume; deleting the Deployment
+// leaves no sandbox pod.
 func TestKubeDeployment(t *testing.T) {
 	k := requireKubeRuntime(t)
 	ns := fmt.Sprintf("bridge-deploy-%d", time.Now().UnixNano()%1_000_000)
@@ -127,14 +130,16 @@ func TestKubeDeployment(t *testing.T) {
 	if got := run(map[string]any{"code": `print(await mcp_echo.echo(text="from the pod"))`, "servers": []string{"echo"}}); !strings.Contains(got, "echo: from the pod") {
 		t.Errorf("the ConfigMap's server: %q, want its echo", got)
 	}
-	if n := len(sandboxPods(ctx, t, k, ns)); n != 1 {
-		t.Errorf("%d sandbox pods for one session, want 1", n)
+	sessionPod := run(map[string]any{"code": "import socket; print(socket.gethostname())"})
+	if pods := sandboxPods(ctx, t, k, ns); !slices.Contains(pods, sessionPod) {
+		t.Errorf("the session's pod %s is not among the sandbox pods %v", sessionPod, pods)
 	}
 
 	doctor := execInPod(ctx, t, k, ns, pod, "bridge", "doctor")
 	t.Logf("bridge doctor in the pod:\n%s", doctor)
 	for _, want := range []string{"OK   state dir: /state/.bridge is writable", "OK   tokens: /run/secrets/bridge/tokens: 2 tokens",
-		"OK   config servers.json", "OK   network: a sandbox pod cannot open an AF_INET or AF_INET6 socket"} {
+		"OK   config /etc/bridge/servers.json: mcps: 1 servers (echo)", "OK   server echo: stdio",
+		"OK   network: a sandbox pod cannot open an AF_INET or AF_INET6 socket"} {
 		if !strings.Contains(doctor, want) {
 			t.Errorf("bridge doctor in the pod has no line %q", want)
 		}
@@ -148,14 +153,53 @@ func TestKubeDeployment(t *testing.T) {
 			t.Errorf("the bridge warns about its Secret's files (%q):\n%s", bad, logs)
 		}
 	}
-
-	// The session ends with its client (DELETE /mcp): so does its pod.
 	c.Close()
 	closed = true
-	deadline := time.Now().Add(60 * time.Second)
-	for len(sandboxPods(ctx, t, k, ns)) > 0 {
+
+	// The bridge pod replaced: the stopping bridge deletes its sandbox pods,
+	// and the session's state comes back from its snapshot on the volume,
+	// signed with the Secret's key.
+	mustAPI(t, client.Delete().AbsPath("/api/v1/namespaces", ns, "pods", pod).Do(ctx))
+	waitGone(ctx, t, k, ns, "app.kubernetes.io/name=bridge", pod, 90*time.Second)
+	waitGone(ctx, t, k, ns, bkube.LabelSandbox+"=true", sessionPod, 60*time.Second)
+	pod = waitRollout(ctx, t, k, client, ns)
+	s = &served{t: t, base: portForward(ctx, t, k, ns, pod)}
+	c2, err := s.client(alice)
+	if err != nil {
+		t.Fatalf("MCP client of the new pod: %v\n%s", err, podLog(t, client, ns, pod))
+	}
+	defer c2.Close()
+	if r := callHTTP(t, c2, map[string]any{"code": "print(x + 1)"}); r.IsError || !strings.Contains(text(t, r), "42") {
+		t.Errorf("the session after the bridge pod was replaced: %s, want 42 restored", text(t, r))
+	}
+
+	// No sandbox pod outlives the bridge: deleting the Deployment stops it,
+	// and it deletes every pod it owns.
+	mustAPI(t, client.Delete().AbsPath("/apis/apps/v1/namespaces", ns, "deployments", "bridge").Do(ctx))
+	deadline := time.Now().Add(90 * time.Second)
+	for left := sandboxPods(ctx, t, k, ns); len(left) > 0; left = sandboxPods(ctx, t, k, ns) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandbox pods outlived their session by 60 s: %v", sandboxPods(ctx, t, k, ns))
+			t.Fatalf("sandbox pods outlived their bridge by 90 s: %v", left)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitGone waits until pod name, of those with label selector sel in ns,
+// is gone or being deleted.
+func waitGone(ctx context.Context, t *testing.T, k *kube, ns, sel, name string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		live := false
+		for _, p := range k.podsIn(ctx, t, ns, sel) {
+			live = live || (p.Name == name && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning)
+		}
+		if !live {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s still running %v after it should have stopped", name, d)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
