@@ -96,8 +96,10 @@ func commandTable() []command {
 			"login runs the browser sign-in for a configured http/sse server and stores its tokens;\n" +
 				"status lists what is stored; logout removes a server's tokens.",
 			(*Main).authCmd},
-		{"image", "build [flags]", "build the sandbox image",
-			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.",
+		{"image", "build [flags]", "build the sandbox image, or with --bridge the bridge's own",
+			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.\n" +
+				"With --bridge, builds the bridge's own image for Kubernetes instead (localhost/bridge:VERSION and :latest):\n" +
+				"this static binary as entrypoint, CA certificates, nodejs and npm (for npx servers), user 65532, home /state.",
 			(*Main).imageCmd},
 		{"bench", "[flags]", "measure tokens, latency, proxy overhead, memory and scaling against baselines",
 			"Writes bench.json and bench.md to --out and prints the markdown table.",

@@ -10,11 +10,12 @@ import (
 	"github.com/bridge-mcp/bridge/protocol/search"
 )
 
-// imageCmd builds the sandbox image.
+// imageCmd builds the sandbox image, or with --bridge the bridge's own image.
 func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("image build", flag.ContinueOnError)
 	method := fs.String("method", "auto", "`METHOD`: auto, containerfile or debian")
-	tag := fs.String("tag", engine.DefaultImage, "image `TAG`")
+	tag := fs.String("tag", engine.DefaultImage, "image `TAG`; with --bridge a name tagged :VERSION and :latest ("+image.DefaultBridgeName+" unless given) or one full reference")
+	bridge := fs.Bool("bridge", false, "build the bridge's own image for Kubernetes (this static binary, nodejs, npm; debian method) instead of the sandbox image")
 	suite := fs.String("suite", image.DefaultSuite, "Debian `SUITE` (debian method)")
 	mirror := fs.String("mirror", "", "Debian mirror `URL` (default: the host's apt mirror)")
 	switch {
@@ -38,6 +39,17 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	default:
 		return m.usage("image build: invalid --method %q: want auto, containerfile or debian", *method)
 	}
+	tagSet := false
+	fs.Visit(func(f *flag.Flag) { tagSet = tagSet || f.Name == "tag" })
+	if *bridge {
+		// The bridge image has no Containerfile; auto means debian for it.
+		if *method == "containerfile" {
+			return m.usage("image build: --bridge builds with the debian method only; drop --method containerfile")
+		}
+		if !tagSet {
+			*tag = ""
+		}
+	}
 	env, ok := m.loadEnv()
 	if !ok {
 		return 2
@@ -57,6 +69,7 @@ func (m *Main) imageCmd(ctx context.Context, args []string) int {
 	}
 	err = image.Build(ctx, image.Options{
 		Method: *method, Tag: *tag, Suite: *suite, Mirror: *mirror,
+		Bridge: *bridge, Version: Version(),
 		CLI: cli, GlobalArgs: l.GlobalArgs(),
 		VerifyArgs: func(img string) []string { return l.VerifyArgs(img) },
 		Stdout:     m.Stdout, Stderr: m.Stderr,

@@ -29,6 +29,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"image"}, nil, 2, "", "bridge: image: want a subcommand: bridge image build (bridge image --help)"},
 		{[]string{"image", "buld"}, nil, 2, "", `bridge: image: unknown subcommand "buld"; did you mean "build"?`},
 		{[]string{"image", "build", "--method", "x"}, nil, 2, "", `bridge: image build: invalid --method "x"`},
+		{[]string{"image", "build", "--bridge", "--method", "containerfile"}, nil, 2, "", "bridge: image build: --bridge builds with the debian method only; drop --method containerfile\n"},
 		{[]string{"run", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra": run takes no arguments (bridge run --help)`},
 		{[]string{"--watch", "extra"}, nil, 2, "", `bridge: run: unexpected argument "extra"`},
 		{[]string{"version", "x"}, nil, 2, "", `bridge: version: unexpected argument "x"`},

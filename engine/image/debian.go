@@ -144,9 +144,29 @@ rm -rf "$1/tmp/bridge-check"
 `
 }
 
-// buildDebian runs the Debian method (IMG-3). As root, each step runs on a rootfs directory; otherwise mmdebstrap runs
-// in unshare mode with the rootfs steps as customize hooks and writes the tarball itself.
+// debianImage is one image the Debian method builds: the packages bootstrapped, the paths dpkg does not unpack
+// (mmdebstrap only), the steps run on the rootfs, and the argv (after CLI and GlobalArgs) of the import of the rootfs
+// tarball.
+type debianImage struct {
+	packages   []string
+	excludes   []string
+	hooks      []hook
+	importArgs func(tarball string) []string
+}
+
+// buildDebian runs the Debian method (IMG-3) for the sandbox image.
 func (b *builder) buildDebian(ctx context.Context) error {
+	return b.buildRootfsImage(ctx, debianImage{
+		packages:   debianPackages,
+		excludes:   dpkgExcludes,
+		hooks:      rootfsHooks(),
+		importArgs: func(tarball string) []string { return importArgs(tarball, b.opts.Tag, b.opts.Suite) },
+	})
+}
+
+// buildRootfsImage bootstraps, customizes and imports img. As root, each step runs on a rootfs directory; otherwise
+// mmdebstrap runs in unshare mode with the rootfs steps as customize hooks and writes the tarball itself.
+func (b *builder) buildRootfsImage(ctx context.Context, img debianImage) error {
 	work, err := os.MkdirTemp("", "bridge-image-")
 	if err != nil {
 		return errStep("create work dir", err)
@@ -155,10 +175,10 @@ func (b *builder) buildDebian(ctx context.Context) error {
 	tarball := filepath.Join(work, "rootfs.tar")
 	if os.Geteuid() == 0 {
 		rootfs := filepath.Join(work, "rootfs")
-		if err := b.step("bootstrap rootfs", func() error { return b.bootstrap(ctx, rootfs) }); err != nil {
+		if err := b.step("bootstrap rootfs", func() error { return b.bootstrap(ctx, rootfs, img) }); err != nil {
 			return err
 		}
-		for _, h := range rootfsHooks() {
+		for _, h := range img.hooks {
 			if err := b.step(h.name, func() error { return runHook(ctx, h, rootfs) }); err != nil {
 				return err
 			}
@@ -166,33 +186,37 @@ func (b *builder) buildDebian(ctx context.Context) error {
 		if err := b.step("write tarball", func() error { return writeTarball(ctx, rootfs, tarball) }); err != nil {
 			return err
 		}
-	} else if err := b.bootstrapUnshare(ctx, tarball); err != nil {
+	} else if err := b.bootstrapUnshare(ctx, tarball, img); err != nil {
 		return err
 	}
-	return b.step("import image", func() error { return b.importImage(ctx, tarball) })
+	return b.step("import image", func() error {
+		defer os.Remove(tarball)
+		_, err := b.cli(ctx, img.importArgs(tarball)...)
+		return err
+	})
 }
 
-// bootstrap builds the rootfs directory with mmdebstrap, else debootstrap.
-func (b *builder) bootstrap(ctx context.Context, rootfs string) error {
+// bootstrap builds the rootfs directory of img with mmdebstrap, else debootstrap.
+func (b *builder) bootstrap(ctx context.Context, rootfs string, img debianImage) error {
 	if _, err := exec.LookPath("mmdebstrap"); err == nil {
-		_, err := run(ctx, "mmdebstrap", mmdebstrapArgs(b.opts.Suite, b.opts.Mirror, rootfs, "root", nil)...)
+		_, err := run(ctx, "mmdebstrap", mmdebstrapPackageArgs(img.packages, img.excludes, b.opts.Suite, b.opts.Mirror, rootfs, "root", nil)...)
 		return err
 	}
 	if _, err := exec.LookPath("debootstrap"); err == nil {
-		_, err := run(ctx, "debootstrap", debootstrapArgs(b.opts.Suite, b.opts.Mirror, rootfs)...)
+		_, err := run(ctx, "debootstrap", debootstrapPackageArgs(img.packages, b.opts.Suite, b.opts.Mirror, rootfs)...)
 		return err
 	}
 	return errNoBootstrapper
 }
 
-// bootstrapUnshare builds the image tarball without root: mmdebstrap in unshare mode, running rootfsHooks as
+// bootstrapUnshare builds the image tarball of img without root: mmdebstrap in unshare mode, running img's hooks as
 // customize hooks. Each hook first prints a step marker, so an error names the step that failed.
-func (b *builder) bootstrapUnshare(ctx context.Context, tarball string) error {
+func (b *builder) bootstrapUnshare(ctx context.Context, tarball string, img debianImage) error {
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return errStep("bootstrap rootfs", errors.New("without root the debian method needs mmdebstrap (unshare mode); install mmdebstrap or run as root"))
 	}
-	b.progress("bootstrap rootfs (mmdebstrap --mode=unshare), then %s ...", hookNames())
-	_, err := run(ctx, "mmdebstrap", mmdebstrapArgs(b.opts.Suite, b.opts.Mirror, tarball, "unshare", rootfsHooks())...)
+	b.progress("bootstrap rootfs (mmdebstrap --mode=unshare), then %s ...", hookNames(img.hooks))
+	_, err := run(ctx, "mmdebstrap", mmdebstrapPackageArgs(img.packages, img.excludes, b.opts.Suite, b.opts.Mirror, tarball, "unshare", img.hooks)...)
 	if err != nil {
 		return errStep(failedHook(stderrOf(err)), err)
 	}
@@ -202,10 +226,10 @@ func (b *builder) bootstrapUnshare(ctx context.Context, tarball string) error {
 // hookMarker starts the line each customize hook prints to stderr before it runs.
 const hookMarker = "bridge-step: "
 
-// hookNames lists the names of rootfsHooks, comma-separated.
-func hookNames() string {
+// hookNames lists the names of hooks, comma-separated.
+func hookNames(hooks []hook) string {
 	var names []string
-	for _, h := range rootfsHooks() {
+	for _, h := range hooks {
 		names = append(names, h.name)
 	}
 	return strings.Join(names, ", ")
@@ -223,9 +247,15 @@ func failedHook(stderr string) string {
 	return step
 }
 
-// mmdebstrapArgs is the argv of mmdebstrap: an essential rootfs with debianPackages, dpkgExcludes applied, written to
-// target (a directory for mode "root", a tar file for mode "unshare"), with hooks as customize hooks.
+// mmdebstrapArgs is the argv of mmdebstrap for the sandbox image: an essential rootfs with debianPackages, dpkgExcludes
+// applied, written to target (a directory for mode "root", a tar file for mode "unshare"), with hooks as customize
+// hooks.
 func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
+	return mmdebstrapPackageArgs(debianPackages, dpkgExcludes, suite, mirror, target, mode, hooks)
+}
+
+// mmdebstrapPackageArgs is mmdebstrapArgs with packages and excludes in place of debianPackages and dpkgExcludes.
+func mmdebstrapPackageArgs(packages, excludes []string, suite, mirror, target, mode string, hooks []hook) []string {
 	format := "directory"
 	if mode != "root" {
 		format = "tar"
@@ -234,7 +264,7 @@ func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
 		"--variant=essential",
 		"--mode=" + mode,
 		"--format=" + format,
-		"--include=" + strings.Join(debianPackages, ","),
+		"--include=" + strings.Join(packages, ","),
 		`--aptopt=Acquire::Retries "3"`,
 	}
 	if mode != "root" {
@@ -242,7 +272,7 @@ func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
 		// after the hooks, which fails in unshare mode ("Could not open lock file /var/lib/apt/lists/lock").
 		args = append(args, "--skip=cleanup/apt")
 	}
-	for _, p := range dpkgExcludes {
+	for _, p := range excludes {
 		args = append(args, "--dpkgopt=path-exclude="+p)
 	}
 	for _, h := range hooks {
@@ -252,9 +282,14 @@ func mmdebstrapArgs(suite, mirror, target, mode string, hooks []hook) []string {
 	return append(args, suite, target, mirror)
 }
 
-// debootstrapArgs is the argv of debootstrap, the fallback when mmdebstrap is missing.
+// debootstrapArgs is the argv of debootstrap for the sandbox image, the fallback when mmdebstrap is missing.
 func debootstrapArgs(suite, mirror, rootfs string) []string {
-	return []string{"--variant=minbase", "--include=" + strings.Join(debianPackages, ","), suite, rootfs, mirror}
+	return debootstrapPackageArgs(debianPackages, suite, mirror, rootfs)
+}
+
+// debootstrapPackageArgs is debootstrapArgs with packages in place of debianPackages.
+func debootstrapPackageArgs(packages []string, suite, mirror, rootfs string) []string {
+	return []string{"--variant=minbase", "--include=" + strings.Join(packages, ","), suite, rootfs, mirror}
 }
 
 // runHook runs h on the rootfs directory, as mmdebstrap would: `sh -ec <script> hook <rootfs>`.
@@ -270,13 +305,6 @@ func writeTarball(ctx context.Context, rootfs, tarball string) error {
 		return err
 	}
 	return os.RemoveAll(rootfs)
-}
-
-// importImage imports tarball as the image Tag, then deletes tarball.
-func (b *builder) importImage(ctx context.Context, tarball string) error {
-	defer os.Remove(tarball)
-	_, err := b.cli(ctx, importArgs(tarball, b.opts.Tag, b.opts.Suite)...)
-	return err
 }
 
 // importArgs is the argv (after CLI and GlobalArgs) of the import step, with the IMG-1 settings as --change.

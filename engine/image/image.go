@@ -1,4 +1,5 @@
-// Package image builds the default sandbox image (SPEC §6.4, `bridge image build`).
+// Package image builds the default sandbox image (SPEC §6.4, `bridge image build`), and the bridge's own image for a
+// Kubernetes deployment (`bridge image build --bridge`, bridge.go).
 //
 // Two methods exist. The Containerfile method builds the embedded Containerfile on top of python:3.14-slim and needs a
 // reachable container registry. The Debian method needs no registry: it bootstraps a Debian rootfs with mmdebstrap (or
@@ -65,6 +66,15 @@ type Options struct {
 	VerifyArgs func(image string) []string
 	// Stdout receives the final report, Stderr the progress lines. Nil means io.Discard.
 	Stdout, Stderr io.Writer
+
+	// Bridge builds the bridge's own image instead of the sandbox image (bridge.go): the Debian method only, and Tag
+	// is then a name (default "localhost/bridge") tagged :latest and :Version, or one full reference; VerifyArgs is
+	// not used.
+	Bridge bool
+	// Version is the bridge's version, for the bridge image's label and version tag.
+	Version string
+	// Binary is the bridge binary the bridge image gets; default: the running executable.
+	Binary string
 }
 
 // DefaultVerifyArgs is the argv of the final check used when Options.VerifyArgs is nil: a locked-down, networkless,
@@ -87,6 +97,12 @@ func Build(ctx context.Context, opts Options) error {
 	o, err := withDefaults(opts)
 	if err != nil {
 		return fmt.Errorf("image: %w", err)
+	}
+	if o.Bridge {
+		if err := buildBridge(ctx, o); err != nil {
+			return fmt.Errorf("image: bridge: %w", err)
+		}
+		return nil
 	}
 	start := time.Now()
 	b := &builder{opts: o}
@@ -150,6 +166,16 @@ func withDefaults(opts Options) (Options, error) {
 	case MethodAuto, MethodContainerfile, MethodDebian:
 	default:
 		return opts, fmt.Errorf("method: unknown method %q; want auto, containerfile or debian", opts.Method)
+	}
+	if opts.Bridge {
+		// The bridge image has no Containerfile: its one way is Debian packages.
+		if opts.Method == MethodContainerfile {
+			return opts, fmt.Errorf("method: the bridge image is built with the debian method only, not %q", opts.Method)
+		}
+		opts.Method = MethodDebian
+		if opts.Tag == "" {
+			opts.Tag = DefaultBridgeName
+		}
 	}
 	if opts.Tag == "" {
 		opts.Tag = DefaultTag

@@ -88,8 +88,13 @@ func (b *builder) imageSize(ctx context.Context) (int64, error) {
 
 // writeReport prints the final report: the image, method and time, the versions, and the size.
 func writeReport(w io.Writer, tag, method string, elapsed time.Duration, versions map[string]string, size int64) {
+	writeReportKeys(w, tag, method, elapsed, VersionKeys, versions, size)
+}
+
+// writeReportKeys is writeReport with the version lines of keys, in that order.
+func writeReportKeys(w io.Writer, tag, method string, elapsed time.Duration, keys []string, versions map[string]string, size int64) {
 	fmt.Fprintf(w, "built %s with the %s method in %s\n", tag, method, elapsed.Round(time.Second))
-	for _, k := range VersionKeys {
+	for _, k := range keys {
 		fmt.Fprintf(w, "  %-11s %s\n", k, versions[k])
 	}
 	fmt.Fprintf(w, "  %-11s %.1f MB (%d bytes)\n", "size", float64(size)/1e6, size)
