@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -90,8 +91,11 @@ func TestKubeChaosDeletePod(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("pod gone %v after its delete (grace period 30 s)", time.Since(deleted).Round(10*time.Millisecond))
-	if got := b.mustOK("print('kept' in globals())"); !strings.HasPrefix(got, "True\nnote: session 'default' restored to call 1 of ") {
-		t.Errorf("next call after the delete: %q, want the state of call 1, restored", got)
+	// Call 2 (podName's) imported socket, so it changed the state too: its
+	// snapshot is written beside call 3, which the delete may cut short or
+	// not, so the session comes back to call 1 or to call 2.
+	if got := b.mustOK("print('kept' in globals())"); !regexp.MustCompile(`^True\nnote: session 'default' restored to call [12] of `).MatchString(got) {
+		t.Errorf("next call after the delete: %q, want the state of call 1 or 2, restored", got)
 	}
 	if after := podName(b, "default"); after == before {
 		t.Errorf("the next call ran in the deleted pod %s", before)
