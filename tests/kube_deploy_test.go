@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,12 +106,8 @@ func TestKubeDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MCP client: %v\n%s", err, podLog(t, client, ns, pod))
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			c.Close()
-		}
-	}()
+	close1 := sync.OnceFunc(func() { c.Close() })
+	defer close1()
 	run := func(args map[string]any) string {
 		t.Helper()
 		r := callHTTP(t, c, args)
@@ -153,8 +149,7 @@ func TestKubeDeployment(t *testing.T) {
 			t.Errorf("the bridge warns about its Secret's files (%q):\n%s", bad, logs)
 		}
 	}
-	c.Close()
-	closed = true
+	close1()
 
 	// The bridge pod replaced: the stopping bridge deletes its sandbox pods,
 	// and the session's state comes back from its snapshot on the volume,
@@ -168,10 +163,12 @@ func TestKubeDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MCP client of the new pod: %v\n%s", err, podLog(t, client, ns, pod))
 	}
-	defer c2.Close()
+	close2 := sync.OnceFunc(func() { c2.Close() })
+	defer close2()
 	if r := callHTTP(t, c2, map[string]any{"code": "print(x + 1)"}); r.IsError || !strings.Contains(text(t, r), "42") {
 		t.Errorf("the session after the bridge pod was replaced: %s, want 42 restored", text(t, r))
 	}
+	close2() // before its bridge goes
 
 	// No sandbox pod outlives the bridge: deleting the Deployment stops it,
 	// and it deletes every pod it owns.
@@ -317,8 +314,8 @@ func portForward(ctx context.Context, t *testing.T, k *kube, ns, pod string) str
 	url := k.core.Post().Namespace(ns).Resource("pods").Name(pod).SubResource("portforward").URL()
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: rt}, "POST", url)
 	stop, ready := make(chan struct{}), make(chan struct{})
-	var errOut bytes.Buffer
-	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, &errOut)
+	errOut := &syncBuffer{}
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,11 +349,12 @@ func execInPod(ctx context.Context, t *testing.T, k *kube, ns, pod string, argv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	// Stdout and stderr are copied from two goroutines.
+	out := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	// doctor exits 1 when a check fails: the output says which.
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: out, Stderr: out}); err != nil {
 		t.Logf("%v: %v", argv, err)
 	}
 	return out.String()
