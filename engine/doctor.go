@@ -46,7 +46,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(dir, &st); err != nil {
 			add("OK", "state dir", "%s is writable", dir)
-		} else if free := int64(st.Bavail) * st.Bsize; free < minStateFree {
+		} else if free := int64(st.Bavail) * int64(st.Bsize); free < minStateFree {
 			add("WARN", "state dir", "%s is writable, but only %s is free: session snapshots, memory and saved tools need room (grow the volume, or lower MCP_BRIDGE_SNAPSHOT_TOTAL)", dir, freeText(free))
 		} else {
 			add("OK", "state dir", "%s is writable, %s free", dir, freeText(free))
