@@ -98,15 +98,15 @@ func commandTable() []command {
 			(*Main).authCmd},
 		{"image", "build [flags]", "build the sandbox image, or with --bridge the bridge's own",
 			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.\n" +
-				"With --bridge, builds the bridge's own image for Kubernetes instead (localhost/bridge:VERSION and :latest):\n" +
+				"With --bridge, builds the bridge's own image for Kubernetes instead (localhost/bridge:latest, and :VERSION for a release build):\n" +
 				"this static binary as entrypoint, CA certificates, nodejs and npm (for npx servers), user 65532, home /state.",
 			(*Main).imageCmd},
 		{"bench", "[flags]", "measure tokens, latency, proxy overhead, memory and scaling against baselines",
 			"Writes bench.json and bench.md to --out and prints the markdown table.",
 			(*Main).benchCmd},
 		{"kubernetes", "(manifests | seccomp) [flags]", "print the manifests to run the bridge in a cluster, or the seccomp profile for its nodes",
-			"manifests: Namespace, ServiceAccount, Role, RoleBinding, NetworkPolicy, Deployment and Service (README, \"Kubernetes\").\n" +
-				"seccomp: the sandbox's seccomp profile, to install on each node for MCP_BRIDGE_K8S_SECCOMP_PROFILE.",
+			"manifests: Namespace, ServiceAccount, Role, RoleBinding, NetworkPolicy, ConfigMap (--servers, --policy), PersistentVolumeClaim, Deployment and Service; the Secret bridge-secrets is yours to create (README, \"Kubernetes\").\n" +
+				"seccomp: the sandbox pods' seccomp profile (no AF_INET or AF_INET6 sockets), to install on each node for MCP_BRIDGE_K8S_SECCOMP_PROFILE.",
 			(*Main).kubernetesCmd},
 		{"version", "", "print the version", "", (*Main).versionCmd},
 		{"help", "[COMMAND]", "show help for bridge or one command", "", (*Main).helpCmd},

@@ -28,7 +28,7 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	replicas := fs.Int("replicas", 1, "`N` replicas; sessions live in one replica's memory, so 1 (manifests)")
 	seccomp := fs.String("seccomp-profile", kube.DefaultSeccompProfile, "the sandbox pods' Localhost seccomp `PROFILE`, relative to the kubelet's seccomp directory; \"\" for RuntimeDefault (manifests)")
 	var metricsPrincipals stringList
-	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens Secret that may read /metrics, passed to bridge serve; "+
+	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens that may read /metrics, passed to bridge serve; "+
 		"repeatable (manifests; default "+kube.DefaultMetricsPrincipal+")")
 	switch {
 	case len(args) == 0:
