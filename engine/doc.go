@@ -29,7 +29,7 @@
 //     aliases), search (BM25 and fuzzy tool search, "Did you mean"), schema
 //     (input-schema validation and Python-style signatures).
 //   - Libraries only the engine and cmd use, under engine: config, store,
-//     snapshot, toon, render, oauth, httpd (below).
+//     snapshot, toon, render, oauth, httpd, fileperm (below).
 //   - Tools behind subcommands, under engine: bench, image (below).
 //   - entrypoint: the Python that runs inside the sandbox.
 //
@@ -51,7 +51,9 @@
 //     principal's sessions, store and grants), callgate.go (calls in flight
 //     per principal, and sharing between principals).
 //   - The kubernetes backend's settings: env_kube.go
-//     (MCP_BRIDGE_K8S_*, kube.Config).
+//     (MCP_BRIDGE_K8S_*, kube.Config); deployconfig.go checks the servers
+//     and policy files of `bridge kubernetes manifests` as the bridge in
+//     the pod will load them.
 //   - human.go: the actors' Human, named for cmd (bridge exec's terminal
 //     answers approvals).
 //   - durable.go: sessions that survive: opens engine/snapshot with the
@@ -66,7 +68,8 @@
 // signed and capped; it imports store), toon (the TOON encoding), render (a
 // run's result as an MCP tool result), oauth (OAuth 2.1 sign-in to remote
 // servers: discovery, registration, PKCE, refresh, the token store; it
-// imports config).
+// imports config), fileperm (which permissions of a secret file reach
+// others; httpd's tokens check and snapshot's key check share it).
 //
 // httpd is bridge serve's HTTP side (bearer tokens and their revocation,
 // the middleware in front of mcp-go's streamable HTTP server: the Origin

@@ -17,7 +17,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"syscall"
+
+	"github.com/bridge-mcp/bridge/engine/fileperm"
 )
 
 // principalRe is what a principal may be: the same alphabet as a session
@@ -144,11 +145,9 @@ func ParseTokens(data []byte) (*TokenSet, error) {
 var ErrNoTokens = errors.New("tokens: the file lists no tokens; write one \"principal token\" per line")
 
 // LoadTokens reads and parses path; others is true when the file's mode
-// lets anyone but its owner read it: world-read, or group-read unless the
-// file's group is the process's own gid. The exception is a Kubernetes
-// Secret mounted with defaultMode 0440 and fsGroup equal to the pod's
-// runAsGroup: that group holds the bridge alone, and the kubelet cannot
-// give the file to a non-root owner. A missing file or
+// lets anyone but its owner read it (fileperm.Foreign: group read counts
+// as the owner's when the group is the process's own gid, as for a
+// Kubernetes Secret mounted 0440 with fsGroup). A missing file or
 // one that lists no tokens is an error made with Revoke: at start-up it
 // is an error like any other, but a Reloaded that meets it while serving
 // revokes every token (an operator empties or deletes the file to do so),
@@ -173,18 +172,5 @@ func LoadTokens(path string) (set *TokenSet, others bool, err error) {
 	if errors.Is(err, ErrNoTokens) {
 		err = Revoke(err)
 	}
-	return set, readableByOthers(st), err
-}
-
-// readableByOthers is LoadTokens' others for the file st describes.
-func readableByOthers(st fs.FileInfo) bool {
-	perm := st.Mode().Perm()
-	if perm&0o004 != 0 {
-		return true
-	}
-	if perm&0o040 == 0 {
-		return false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return !ok || int(sys.Gid) != os.Getgid()
+	return set, fileperm.Foreign(st)&0o044 != 0, err
 }

@@ -10,8 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/bridge-mcp/bridge/engine/fileperm"
 )
 
 const (
@@ -113,14 +114,9 @@ func readKey(path string) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("snapshot key: key file %s is larger than %d bytes", path, maxKeyFile)
 	}
 	var warning string
-	// Group permissions of the process's own gid are the owner's: a
-	// Kubernetes Secret mounted with defaultMode 0440 and fsGroup equal to
-	// the pod's runAsGroup (the kubelet cannot give it a non-root owner).
-	perm := fi.Mode().Perm()
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok && int(sys.Gid) == os.Getgid() {
-		perm &^= 0o070
-	}
-	if perm&0o077 != 0 {
+	// Group permissions of the process's own gid are the owner's (a
+	// Kubernetes Secret mounted 0440 with fsGroup; fileperm says why).
+	if fileperm.Foreign(fi) != 0 {
 		warning = fmt.Sprintf("key file %s is readable by others (mode %o); chmod 600 it", path, fi.Mode().Perm())
 	}
 	b = bytes.TrimSpace(b)
