@@ -489,32 +489,17 @@ printf 'cache %s\n' "$(npm config get cache)"
 // verifyBridge runs the image as the pod would: `bridge --version` through the entrypoint, then node, npm and npx;
 // it checks the version and the cache, reads the size, and writes the report to Stdout.
 func (b *builder) verifyBridge(ctx context.Context, refs []string, elapsed time.Duration) error {
-	var versions map[string]string
-	err := b.step("verify image", func() error {
+	return b.checkImage(ctx, strings.Join(refs, ", "), MethodDebian, elapsed, bridgeVersionKeys, func() (map[string]string, error) {
 		out, err := b.cli(ctx, bridgeRunArgs(refs[0], "", "--version")...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		more, err := b.cli(ctx, bridgeRunArgs(refs[0], "/bin/sh", "-ec", bridgeVerifyScript)...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		versions, err = parseBridgeVersions(append(out, more...), b.opts.Version)
-		return err
+		return parseBridgeVersions(append(out, more...), b.opts.Version)
 	})
-	if err != nil {
-		return err
-	}
-	var size int64
-	err = b.step("inspect image", func() error {
-		size, err = b.imageSize(ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	writeReportKeys(b.opts.Stdout, strings.Join(refs, ", "), MethodDebian, elapsed, bridgeVersionKeys, versions, size)
-	return nil
 }
 
 // parseBridgeVersions reads the "name value" lines of the checks: every bridgeVersionKeys entry must be there, the

@@ -474,7 +474,7 @@ func TestParseVersions(t *testing.T) {
 
 func TestWriteReport(t *testing.T) {
 	var buf bytes.Buffer
-	writeReport(&buf, "localhost/bridge-python:latest", "debian", 83*time.Second, map[string]string{
+	writeReport(&buf, "localhost/bridge-python:latest", "debian", 83*time.Second, VersionKeys, map[string]string{
 		"python": "3.11.2", "numpy": "1.24.2", "pandas": "1.5.3", "sklearn": "1.2.1", "matplotlib": "3.6.3", "scipy": "1.10.1", "pillow": "9.4.0",
 	}, 555193545)
 	want := `built localhost/bridge-python:latest with the debian method in 1m23s

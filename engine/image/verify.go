@@ -26,13 +26,23 @@ var VersionKeys = []string{"python", "numpy", "pandas", "sklearn", "matplotlib",
 
 // verify runs the image with VerifyArgs and VerifyScript, reads its size, and writes the report to Stdout.
 func (b *builder) verify(ctx context.Context, method string, elapsed time.Duration) error {
-	var versions map[string]string
-	err := b.step("verify image", func() error {
+	return b.checkImage(ctx, b.opts.Tag, method, elapsed, VersionKeys, func() (map[string]string, error) {
 		out, err := b.cli(ctx, verifyArgv(b.opts.VerifyArgs, b.opts.Tag)...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		versions, err = ParseVersions(out)
+		return ParseVersions(out)
+	})
+}
+
+// checkImage is the end of every build: the "verify image" step runs check
+// for the versions, the "inspect image" step reads the image's size, and the
+// report names ref, method, elapsed and the versions of keys, in that order.
+func (b *builder) checkImage(ctx context.Context, ref, method string, elapsed time.Duration, keys []string, check func() (map[string]string, error)) error {
+	var versions map[string]string
+	err := b.step("verify image", func() error {
+		var err error
+		versions, err = check()
 		return err
 	})
 	if err != nil {
@@ -46,7 +56,7 @@ func (b *builder) verify(ctx context.Context, method string, elapsed time.Durati
 	if err != nil {
 		return err
 	}
-	writeReport(b.opts.Stdout, b.opts.Tag, method, elapsed, versions, size)
+	writeReport(b.opts.Stdout, ref, method, elapsed, keys, versions, size)
 	return nil
 }
 
@@ -86,13 +96,9 @@ func (b *builder) imageSize(ctx context.Context) (int64, error) {
 	return size, nil
 }
 
-// writeReport prints the final report: the image, method and time, the versions, and the size.
-func writeReport(w io.Writer, tag, method string, elapsed time.Duration, versions map[string]string, size int64) {
-	writeReportKeys(w, tag, method, elapsed, VersionKeys, versions, size)
-}
-
-// writeReportKeys is writeReport with the version lines of keys, in that order.
-func writeReportKeys(w io.Writer, tag, method string, elapsed time.Duration, keys []string, versions map[string]string, size int64) {
+// writeReport writes the final report of a build: the reference, the method and time, one line per version of keys,
+// in that order, and the image size.
+func writeReport(w io.Writer, tag, method string, elapsed time.Duration, keys []string, versions map[string]string, size int64) {
 	fmt.Fprintf(w, "built %s with the %s method in %s\n", tag, method, elapsed.Round(time.Second))
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %-11s %s\n", k, versions[k])
