@@ -280,16 +280,6 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// podsIn lists the pods of namespace ns with label selector sel.
-func (k *kube) podsIn(ctx context.Context, t *testing.T, ns, sel string) []corev1.Pod {
-	t.Helper()
-	var list corev1.PodList
-	if err := k.core.Get().Namespace(ns).Resource("pods").Param("labelSelector", sel).Do(ctx).Into(&list); err != nil {
-		t.Fatalf("list pods in %s: %v", ns, err)
-	}
-	return list.Items
-}
-
 // sandboxPods are the names of the live sandbox pods in ns.
 func sandboxPods(ctx context.Context, t *testing.T, k *kube, ns string) []string {
 	t.Helper()

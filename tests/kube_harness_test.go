@@ -115,11 +115,17 @@ func (k *kube) pods(t *testing.T, sel string) []corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	return k.podsIn(ctx, t, k.ns, sel)
+}
+
+// podsIn lists the pods of namespace ns with label selector sel.
+func (k *kube) podsIn(ctx context.Context, t *testing.T, ns, sel string) []corev1.Pod {
+	t.Helper()
 	var list corev1.PodList
-	err := k.core.Get().Namespace(k.ns).Resource("pods").
+	err := k.core.Get().Namespace(ns).Resource("pods").
 		VersionedParams(&metav1.ListOptions{LabelSelector: sel}, k.params).Do(ctx).Into(&list)
 	if err != nil {
-		t.Fatalf("list pods %q: %v", sel, err)
+		t.Fatalf("list pods %q in %s: %v", sel, ns, err)
 	}
 	return list.Items
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -132,11 +131,7 @@ func TestKubeShippedRole(t *testing.T) {
 	// is listed with its deletion time).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var pods corev1.PodList
-	if err := k.core.Get().Namespace(ns).Resource("pods").Do(ctx).Into(&pods); err != nil {
-		t.Fatalf("list pods in %s: %v", ns, err)
-	}
-	for _, p := range pods.Items {
+	for _, p := range k.podsIn(ctx, t, ns, "") {
 		if p.DeletionTimestamp == nil {
 			t.Errorf("pod %s left in %s", p.Name, ns)
 		}
