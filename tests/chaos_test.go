@@ -22,9 +22,10 @@ import (
 // wrapped is an npx-style config entry: a wrapper process that starts the
 // fake server as its own child and waits for it, so the server is a
 // grandchild of the bridge and only the process group reaches it.
+// It is sh, which the bridge's image has too (python3 it has not); "exit"
+// after the call keeps sh from exec'ing its last command.
 func wrapped(args ...string) map[string]any {
-	return map[string]any{"command": "python3", "args": append([]string{"-c",
-		"import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))", fakeBin}, args...)}
+	return map[string]any{"command": "sh", "args": append([]string{"-c", `"$@"; exit $?`, "sh", fakeBin}, args...)}
 }
 
 // pidOf reads a fake server's pidfile; 0 when absent.
@@ -239,7 +240,7 @@ func TestChaosKillContainers(t *testing.T) {
 			done <- res
 		}()
 		time.Sleep(400 * time.Millisecond)
-		name := oldestContainer(t, b.cmd.Process.Pid)
+		name := oldestContainer(t, b.pid())
 		if out, err := exec.Command(runtimeCLI(), "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
 			t.Fatalf("podman kill %s: %v %s", name, err, out)
 		}
@@ -516,7 +517,9 @@ func TestIdleReaper(t *testing.T) {
 // TestLifecycle checks that on stdin EOF and on SIGTERM every child and
 // container is gone within 5 s, and that after a SIGKILL of the bridge its
 // containers end by themselves and the next start sweeps a server a
-// wrapper left behind.
+// wrapper left behind. A bridge in the cluster ends by its pod's deletion
+// (SIGTERM) instead of stdin EOF, and the processes of a SIGKILLed one end
+// with its pod.
 func TestLifecycle(t *testing.T) {
 	requirePodman(t)
 	for _, how := range []string{"eof", "sigterm"} {
@@ -529,7 +532,7 @@ func TestLifecycle(t *testing.T) {
 			b.mustOK("await mcp_direct.counter()\nawait mcp_wrapped.counter()", "direct", "wrapped")
 			start := time.Now()
 			if how == "sigterm" {
-				_ = b.cmd.Process.Signal(syscall.SIGTERM)
+				_ = b.signal(syscall.SIGTERM)
 			}
 			b.Close()
 			assertFakesGone(t, piddir, 5*time.Second)
@@ -542,20 +545,24 @@ func TestLifecycle(t *testing.T) {
 		// the next start's sweep of the group removes it.
 		piddir, state := t.TempDir(), t.TempDir()
 		stubborn := filepath.Join(piddir, "stubborn.pid")
-		script := `import os, subprocess, sys
-subprocess.Popen([sys.executable, "-c", "import os, signal, sys, time\n" +
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.signal(signal.SIGHUP, signal.SIG_IGN)\n" +
-    "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)", sys.argv[1]],
-    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-os.execv(sys.argv[2], [sys.argv[2]])`
-		env := withServers(t, map[string]any{"srv": map[string]any{"command": "python3", "args": []string{"-c", script, stubborn, fakeBin}}},
+		// sh, as the bridge's image has it: the loop and its sleeps inherit
+		// the ignored signals.
+		script := `sh -c 'trap "" TERM HUP; echo $$ > "$1"; while :; do sleep 1; done' stubborn "$1" </dev/null >/dev/null 2>&1 &
+exec "$2"`
+		env := withServers(t, map[string]any{"srv": map[string]any{"command": "sh", "args": []string{"-c", script, "sh", stubborn, fakeBin}}},
 			map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 		b := startBridge(t, env)
 		b.mustOK("await mcp_srv.counter()", "srv")
 		waitFor(t, 5*time.Second, "the stubborn process", func() bool { return pidOf(stubborn) > 0 })
 		pid := pidOf(stubborn)
-		_ = b.cmd.Process.Signal(syscall.SIGKILL)
+		_ = b.signal(syscall.SIGKILL)
+		inPod := b.cluster != nil
 		b.Close()
+		if inPod {
+			// A pod's processes end with it, left-over groups included.
+			waitFor(t, 10*time.Second, "the stubborn process to end with the killed bridge's pod", func() bool { return !alive(pid) })
+			return
+		}
 		time.Sleep(time.Second)
 		if !alive(pid) {
 			t.Fatalf("the stubborn process was expected to outlive the SIGKILLed bridge")

@@ -140,7 +140,7 @@ func TestDurableSessions(t *testing.T) {
 		b.mustOKIn("b", "other = 'in b'")
 		waitDurable(t, env, "default", 1)
 		waitDurable(t, env, "b", 1)
-		_ = b.cmd.Process.Signal(syscall.SIGKILL)
+		_ = b.signal(syscall.SIGKILL)
 		b.Close()
 		b2 := startBridge(t, env)
 		checkRestored(t, b2.mustOK(durableCheck), "default", 1, 1)
@@ -212,7 +212,7 @@ func TestDurableAfterReplacement(t *testing.T) {
 			if testRuntime() == "local" {
 				t.Fatal("needs a container runtime")
 			}
-			name := oldestContainer(t, b.cmd.Process.Pid)
+			name := oldestContainer(t, b.pid())
 			if out, err := exec.Command(runtimeCLI(), "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
 				t.Fatalf("kill %s: %v %s", name, err, out)
 			}
@@ -449,7 +449,7 @@ func TestChaosDurable(t *testing.T) {
 		b.mustOK(cell)
 		time.Sleep(time.Duration(i%5) * 80 * time.Millisecond)
 		before := storedCall(env, "default")
-		_ = b.cmd.Process.Signal(syscall.SIGKILL)
+		_ = b.signal(syscall.SIGKILL)
 		b.Close()
 		b = startBridge(t, env)
 		check(fmt.Sprintf("bridge kill %d", i), before)
@@ -458,7 +458,7 @@ func TestChaosDurable(t *testing.T) {
 		b.mustOK(cell)
 		time.Sleep(time.Duration(i%5) * 80 * time.Millisecond)
 		before := storedCall(env, "default")
-		name := oldestContainer(t, b.cmd.Process.Pid)
+		name := oldestContainer(t, b.pid())
 		if out, err := exec.Command(runtimeCLI(), "kill", "--signal", "KILL", name).CombinedOutput(); err != nil {
 			t.Fatalf("kill %s: %v %s", name, err, out)
 		}

@@ -123,7 +123,7 @@ func TestEscapeForkBomb(t *testing.T) {
 	requirePodman(t)
 	b := startBridgeLogged(t, nil)
 	b.call(map[string]any{"code": "bystander = 'here'", "session": "bystander"})
-	pid := b.cmd.Process.Pid
+	pid := b.pid()
 	bombs := []struct{ name, session, code string }{
 		{"classic", "bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"},
 		{"in a child", "bomb2", "import os, time\ndef bomb():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\nif os.fork() == 0:\n    bomb()\ntime.sleep(60)"},

@@ -190,6 +190,9 @@ type bridge struct {
 	stderr *syncBuffer
 	init   *mcp.InitializeResult
 	closed bool
+	// cluster is the bridge's pod when it runs in the cluster (kubernetes
+	// backend, kube_incluster_test.go); cmd is nil then.
+	cluster *clusterBridge
 }
 
 // startBridge starts `bridge run` with extra env and completes the handshake.
@@ -238,6 +241,10 @@ func startBridgeVersion(t *testing.T, dir string, extra map[string]string, comma
 	t.Helper()
 	b := &bridge{t: t, stderr: &syncBuffer{}}
 	env := baseEnv(t, extra)
+	if inCluster(t, command, args, dir) {
+		startInCluster(t, b, env, args, clientName, version, opts...)
+		return b
+	}
 	tr := transport.NewStdioWithOptions(command, nil, args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
@@ -258,17 +265,23 @@ func startBridgeVersion(t *testing.T, dir string, extra map[string]string, comma
 			t.Fatalf("start client: %v", err)
 		}
 	}
+	if err := b.initialize(ctx, clientName, version); err != nil {
+		b.Close()
+		t.Fatalf("initialize: %v\nstderr:\n%s", err, b.stderr.String())
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// initialize completes b's handshake as client clientName asking for
+// protocol version.
+func (b *bridge) initialize(ctx context.Context, clientName, version string) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = version
 	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
 	init, err := b.c.Initialize(ctx, req)
-	if err != nil {
-		b.Close()
-		t.Fatalf("initialize: %v\nstderr:\n%s", err, b.stderr.String())
-	}
 	b.init = init
-	t.Cleanup(b.Close)
-	return b
+	return err
 }
 
 func copyAll(dst *syncBuffer, src interface{ Read([]byte) (int, error) }) (int64, error) {
@@ -293,8 +306,15 @@ func (b *bridge) Close() {
 		return
 	}
 	b.closed = true
-	_ = b.c.Close()
-	if b.cmd != nil && b.cmd.Process != nil && testRuntime() != "local" {
+	if b.c != nil {
+		_ = b.c.Close()
+	}
+	if b.cluster != nil {
+		b.cluster.close(b.t)
+		if b.cluster.pid != 0 {
+			assertNoContainers(b.t, b.cluster.pid)
+		}
+	} else if b.cmd != nil && b.cmd.Process != nil && testRuntime() != "local" {
 		if ps := b.cmd.ProcessState; ps != nil {
 			if st, ok := ps.Sys().(syscall.WaitStatus); ok && st.Signaled() && st.Signal() == syscall.SIGKILL {
 				killed.Store(b.cmd.Process.Pid, true)

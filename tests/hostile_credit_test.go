@@ -31,7 +31,7 @@ func TestHostileForgedAcks(t *testing.T) {
 		t.Fatal("needs a container runtime")
 	}
 	b := startBridge(t, nil)
-	pid := b.cmd.Process.Pid
+	pid := b.pid()
 	removeLeftovers(t, pid)
 	b.call(map[string]any{"code": "x = 1", "session": "forge"})
 	before := procStatus(t, pid, "VmHWM")

@@ -60,7 +60,7 @@ func TestHostileSavedToolPlanted(t *testing.T) {
 	state := t.TempDir()
 	env := withServers(t, map[string]any{"svc": fake()}, map[string]string{"MCP_BRIDGE_STATE_DIR": state})
 	b := startBridge(t, env)
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	got := b.mustRun(plantCode, map[string]any{"session": "attacker"})
 	if want := "saved helper\n" +
 		"refused __builtins__ Tool name '__builtins__' is reserved by the sandbox (it starts with '_'); rename the function\n" +
@@ -68,7 +68,9 @@ func TestHostileSavedToolPlanted(t *testing.T) {
 		t.Errorf("attacker:\n got %q\nwant %q", got, want)
 	}
 	// A tool saved before names were reserved, and an honest one.
-	writeSavedTool(t, state, "print.py", header("print")+"def print(*a):\n    pass\n")
+	if err := os.WriteFile(filepath.Join(b.storeDir(state), "tools", "print.py"), []byte(header("print")+"def print(*a):\n    pass\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if got := b.mustRun("def double(x):\n    return 2 * x\nprint(save_tool(double))", map[string]any{"session": "honest"}); !strings.HasPrefix(got, "Tool 'double' saved.") {
 		t.Errorf("save_tool(double): %q", got)
 	}
@@ -86,12 +88,12 @@ print(await mcp_svc.echo('real'), double(2), 'helper' in globals(), hasattr(buil
 	b.Close()
 
 	b = startBridge(t, env)
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	if got := b.mustRun(victim, map[string]any{"session": "victim2", "servers": []string{"svc"}}); got != want {
 		t.Errorf("victim after a bridge restart:\n got %q\nwant %q", got, want)
 	}
 	for _, f := range []string{"helper.py", "print.py"} {
-		if _, err := os.Stat(filepath.Join(state, ".bridge", "tools", f)); err != nil {
+		if _, err := os.Stat(filepath.Join(b.storeDir(state), "tools", f)); err != nil {
 			t.Errorf("%s was not kept: %v", f, err)
 		}
 	}

@@ -176,7 +176,7 @@ func TestHostileLinkJamRun(t *testing.T) {
 	}
 	// The jammed session starts afresh (no snapshot to restore).
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_SESSION_DURABILITY": "off"})
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	b.call(map[string]any{"code": "x = 1", "session": "jam"})
 	b.call(map[string]any{"code": "y = 1", "session": "other"})
 	type answer struct {
@@ -225,7 +225,7 @@ func TestHostileLinkJamEvict(t *testing.T) {
 		t.Fatal("needs a container runtime")
 	}
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_MAX_SESSIONS": "1"})
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	b.call(map[string]any{"code": jamCode + "jam_later()", "session": "jam"})
 	// The daemon thread jams the idle link within a few seconds; the
 	// bridge would declare it dead 10 s after its first blocked write.
@@ -254,13 +254,13 @@ func TestHostileLinkJamShutdown(t *testing.T) {
 	for _, how := range []string{"stdin EOF", "SIGKILL"} {
 		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
 			b := startBridge(t, nil)
-			pid := b.cmd.Process.Pid
+			pid := b.pid()
 			removeLeftovers(t, pid)
 			b.call(map[string]any{"code": jamCode + "jam_later()", "session": "jam"})
 			time.Sleep(8 * time.Second) // the idle link is jammed, not yet declared dead
 			exited := make(chan struct{})
 			if how == "SIGKILL" {
-				_ = b.cmd.Process.Signal(syscall.SIGKILL)
+				_ = b.signal(syscall.SIGKILL)
 				if testRuntime() == "kubernetes" {
 					// A jammed attach does not reach the pod's stdin when its
 					// client dies, so the pod waits for the next bridge's sweep
@@ -283,13 +283,13 @@ func TestHostileLinkJamShutdown(t *testing.T) {
 				return
 			}
 			go func() {
-				_ = b.c.Close() // stdin EOF; waits for the bridge to exit
+				b.end() // stdin EOF (a pod's deletion in the cluster); waits for the bridge to exit
 				close(exited)
 			}()
 			select {
 			case <-exited:
 			case <-time.After(30 * time.Second):
-				_ = b.cmd.Process.Signal(syscall.SIGKILL)
+				_ = b.signal(syscall.SIGKILL)
 				t.Fatalf("the bridge did not exit within 30 s of stdin EOF\nstderr: %s", tail(b.stderr.String(), 4000))
 			}
 			waitNoContainers(t, pid, 10*time.Second, "after stdin EOF")
@@ -306,7 +306,7 @@ func TestHostileRequestFlood(t *testing.T) {
 		t.Fatal("needs a container runtime")
 	}
 	b := startBridge(t, nil)
-	pid := b.cmd.Process.Pid
+	pid := b.pid()
 	removeLeftovers(t, pid)
 	b.call(map[string]any{"code": "print(1)", "session": "flood"})
 	before := procStatus(t, pid, "VmHWM")
@@ -350,7 +350,7 @@ print('flooded' if not f.is_alive() else 'blocked')
 func TestHostileStderrFlood(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "info"})
-	pid := b.cmd.Process.Pid
+	pid := b.pid()
 	removeLeftovers(t, pid)
 	b.run("print(1)")
 	cpu := cpuSeconds(t, pid)
@@ -390,7 +390,7 @@ print('done')`, "timeout": 110})
 func TestHostileForgedExecReply(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, nil)
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	b.call(map[string]any{"code": "print(1)", "session": "forge", "timeout": 60})
 	r := b.call(map[string]any{"code": jamCode + execIDCode + `big = 'r' * (1 << 20)
 put({'jsonrpc': '2.0', 'id': exec_id(), 'result': {'outcome': 'exception', 'exitCode': 1, 'result': big, 'error': big,
@@ -418,7 +418,7 @@ func TestHostileSupervisorKilled(t *testing.T) {
 		t.Fatal("needs a container runtime")
 	}
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_MEMORY": "128m"})
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	b.run("kept = 1")
 	sc := structured(t, b.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(10)"))
 	t.Logf("supervisor killed: %v", sc)

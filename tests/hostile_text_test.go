@@ -29,7 +29,7 @@ import (
 func TestHostileLogFlood(t *testing.T) {
 	requirePodman(t)
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "info"})
-	removeLeftovers(t, b.cmd.Process.Pid)
+	removeLeftovers(t, b.pid())
 	b.run("print(1)")
 	time.Sleep(time.Second) // the first call's logs have reached the buffer
 	before := len(b.stderr.String())

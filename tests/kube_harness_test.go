@@ -22,8 +22,9 @@ import (
 )
 
 // kubeEnv is what a bridge under test needs for the kubernetes backend: the
-// cluster's kubeconfig, and the node to name (the test cluster has no
-// scheduler; go tool task test:k8s sets both).
+// cluster's kubeconfig (a bridge in the cluster uses its ServiceAccount
+// instead), the node to name, and the sandboxes' seccomp profile (go tool
+// task test:k8s sets them).
 func kubeEnv() map[string]string {
 	env := map[string]string{"MCP_BRIDGE_RUNTIME": "kubernetes", "KUBECONFIG": os.Getenv("KUBECONFIG")}
 	for _, k := range []string{"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_SECCOMP_PROFILE"} {
@@ -137,8 +138,7 @@ var killed sync.Map // pid → true
 // their owner annotation (host/pid/start...).
 func (k *kube) bridgePods(t *testing.T, pid int) []string {
 	t.Helper()
-	host, _ := os.Hostname()
-	prefix := fmt.Sprintf("%s/%d/", host, pid)
+	prefix := ownerPrefix(pid)
 	var names []string
 	for _, p := range k.pods(t, "app.kubernetes.io/managed-by=bridge") {
 		if strings.HasPrefix(p.Annotations["bridge-mcp.dev/owner"], prefix) {
@@ -185,10 +185,9 @@ func bridgePodUIDs(pid int) []string {
 	if err := k.core.Get().Namespace(k.ns).Resource("pods").VersionedParams(&metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=bridge"}, k.params).Do(ctx).Into(&list); err != nil {
 		return nil
 	}
-	host, _ := os.Hostname()
 	var uids []string
 	for _, p := range list.Items {
-		if strings.HasPrefix(p.Annotations["bridge-mcp.dev/owner"], fmt.Sprintf("%s/%d/", host, pid)) && p.Status.Phase == corev1.PodRunning {
+		if strings.HasPrefix(p.Annotations["bridge-mcp.dev/owner"], ownerPrefix(pid)) && p.Status.Phase == corev1.PodRunning {
 			uids = append(uids, string(p.UID))
 		}
 	}

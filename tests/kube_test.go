@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestKubeChaosDeletePod(t *testing.T) {
 	if got := text(t, res); !strings.Contains(got, "was deleted") || !strings.Contains(got, before) {
 		t.Errorf("note = %q, want it to say pod %s was deleted", got, before)
 	}
-	for slices.Contains(k.bridgePods(t, b.cmd.Process.Pid), before) {
+	for slices.Contains(k.bridgePods(t, b.pid()), before) {
 		if time.Since(deleted) > 10*time.Second {
 			t.Fatalf("pod %s still there %v after its delete with a 30 s grace period: its PID 1 ignores SIGTERM", before, time.Since(deleted).Round(time.Second))
 		}
@@ -109,17 +110,15 @@ func TestKubeChaosKillBridge(t *testing.T) {
 	k := requireKubeRuntime(t)
 	b1 := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
 	b1.mustOK("print(1)")
-	pid := b1.cmd.Process.Pid
+	pid := b1.pid()
 	if len(k.bridgePods(t, pid)) == 0 {
 		t.Fatal("the first bridge has no pods")
 	}
 	killed := time.Now()
-	if err := b1.cmd.Process.Kill(); err != nil {
+	if err := b1.signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = b1.cmd.Wait()
-	b1.closed = true // its pods are this test's to check
-	_ = b1.c.Close()
+	b1.Close() // leaves its pods, which are this test's to check, to the next bridge's sweep
 	// Before any bridge sweeps: the attached pod's stdin closed with the
 	// attach (stdinOnce), so its sandbox ends at once.
 	waitNoSandboxes(t, pid, 5*time.Second, "after the bridge's SIGKILL")
@@ -230,7 +229,7 @@ func TestKubeWarmPool(t *testing.T) {
 	for _, pool := range []int{0, 2} {
 		t.Run(fmt.Sprint(pool), func(t *testing.T) {
 			b := startBridge(t, map[string]string{"MCP_BRIDGE_K8S_WARM_POOL": fmt.Sprint(pool)})
-			pid := b.cmd.Process.Pid
+			pid := b.pid()
 			b.mustOK("print(1)") // adopts the spare; a new spare starts
 			want := 2 + pool     // the session's pod, the new spare's and the pool's
 			var lone int
@@ -262,7 +261,7 @@ func TestKubeConcurrentBridges(t *testing.T) {
 	a.mustOK("x = 'a'")
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_LOG_LEVEL": "warn"})
 	b.mustOK("x = 'b'")
-	before := map[int][]string{a.cmd.Process.Pid: k.bridgePods(t, a.cmd.Process.Pid), b.cmd.Process.Pid: k.bridgePods(t, b.cmd.Process.Pid)}
+	before := map[int][]string{a.pid(): k.bridgePods(t, a.pid()), b.pid(): k.bridgePods(t, b.pid())}
 	time.Sleep(12 * time.Second) // past one sweep of each
 	if got := a.mustOK("print(x)"); got != "a" {
 		t.Errorf("the first bridge's session after the second's sweeps: %q, want a", got)

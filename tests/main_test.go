@@ -1,8 +1,10 @@
 // Package tests holds the end-to-end suites: they build cmd/bridge once and
 // drive the binary over stdio with a real MCP client, against real podman
-// containers, or Docker Engine with BRIDGE_TEST_RUNTIME=docker (or the local
-// backend with BRIDGE_TEST_RUNTIME=local, for a fast inner loop only; CI runs
-// podman, rootless podman and docker, and never skips). With
+// containers, or Docker Engine with BRIDGE_TEST_RUNTIME=docker; with
+// BRIDGE_TEST_RUNTIME=kubernetes each bridge runs as a pod in the cluster and
+// the client speaks HTTP to it (kube_incluster_test.go); or the local
+// backend with BRIDGE_TEST_RUNTIME=local, for a fast inner loop only. CI runs
+// podman, rootless podman, docker and kubernetes, and never skips. With
 // BRIDGE_TEST_BIN_DIR the binaries (bridge, fakeserver, fakehttp,
 // hostileserver, modernserver) are taken from that directory instead of being built: a
 // compiled test binary (go test -c) then runs as another user, without Go.

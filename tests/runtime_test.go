@@ -24,6 +24,7 @@ func TestRuntimeAutoDetect(t *testing.T) {
 	if testRuntime() == "local" {
 		t.Fatal("needs a container runtime")
 	}
+	bridgeOnHost(t) // what it finds on the host's PATH
 	dir := t.TempDir()
 	extra := map[string]string{"PATH": dir, "MCP_BRIDGE_RUNTIME": ""}
 	if runtimeCLI() == "podman" {
@@ -45,7 +46,7 @@ func TestRuntimeAutoDetect(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s ps: %v", runtimeCLI(), err)
 	}
-	prefix := "bridge-" + strconv.Itoa(b.cmd.Process.Pid) + "-"
+	prefix := "bridge-" + strconv.Itoa(b.pid()) + "-"
 	if !strings.Contains(string(out), prefix) {
 		t.Errorf("%s ps lists no container %s*:\n%s", runtimeCLI(), prefix, out)
 	}
@@ -108,7 +109,7 @@ func TestContainerFlags(t *testing.T) {
 	}
 	b := startBridge(t, map[string]string{"MCP_BRIDGE_MEMORY": "256m", "MCP_BRIDGE_PIDS": "100"})
 	b.expectText("print(1)", "1", false)
-	names := bridgeContainerIDs(b.cmd.Process.Pid)
+	names := bridgeContainerIDs(b.pid())
 	if len(names) == 0 {
 		t.Fatal("no container of the bridge is running")
 	}
