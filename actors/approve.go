@@ -222,6 +222,9 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool, rule st
 	// answer covers is logged at debug level.
 	var asks *approvals
 	logDecision := func(decision string) {
+		if scope.recorder != nil {
+			scope.recorder.Approval(server, tool, decision)
+		}
 		ev := r.Log.Info()
 		switch {
 		case decision == "unavailable":

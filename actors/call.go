@@ -157,10 +157,14 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	restore, refused := s.offerRestore(sb, loss)
 	defer sb.closeRestore()
 	call = &activeCall{
-		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64)},
+		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64),
+			recorder: RecorderFrom(req.Ctx)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 		asks:  newApprovals(HumanFrom(req.Ctx)),
+	}
+	if call.scope.recorder != nil {
+		call.scope.recorder.Numbered(n)
 	}
 	callCtx, endCall := context.WithCancelCause(sb.life)
 	call.ctx = callCtx

@@ -28,6 +28,10 @@ type Dispatcher struct {
 	DefaultTimeout int
 	MaxTimeout     int
 	MaxCodeBytes   int
+	// Audit, when set, begins the audit record of each call that gets past
+	// validation: it returns the call's context (carrying its
+	// CallRecorder) and the function that ends the record with the result.
+	Audit func(ctx context.Context, args Args) (context.Context, func(result.Result))
 }
 
 // Args are validated run_python arguments.
@@ -142,7 +146,12 @@ func (d *Dispatcher) Run(ctx context.Context, raw json.RawMessage) (res result.R
 }
 
 // RunArgs runs validated arguments; queued starts the timeout clock.
-func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) result.Result {
+func (d *Dispatcher) RunArgs(ctx context.Context, args Args, queued time.Time) (res result.Result) {
+	if d.Audit != nil {
+		var end func(result.Result)
+		ctx, end = d.Audit(ctx, args)
+		defer func() { end(res) }()
+	}
 	base := result.Result{Session: args.Session, Servers: args.Servers, TimeoutSeconds: args.Timeout}
 	fail := func(err error) result.Result {
 		base.Status, base.Error = result.StatusError, err.Error()

@@ -42,6 +42,9 @@ type Scope struct {
 	// human gives gated tool calls the call's approval state (approve.go);
 	// nil: no one can be asked, and gated calls are refused.
 	human humanSource
+	// recorder receives the call's requests and approvals for the audit
+	// trail; nil records nothing.
+	recorder CallRecorder
 }
 
 // log adds the call's session, call number and principal (under bridge
@@ -332,7 +335,13 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 	if m == nil {
 		return nil, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", method)}
 	}
-	return m(r, ctx, scope, params)
+	if scope.recorder == nil {
+		return m(r, ctx, scope, params)
+	}
+	began := time.Now()
+	res, err := m(r, ctx, scope, params)
+	scope.recorder.Inner(method, params, res, err, began, time.Since(began))
+	return res, err
 }
 
 // known returns a discovered server with its tools known, starting it when

@@ -55,8 +55,9 @@ func KeepStructured(policy, clientName string, res *mcp.CallToolResult) bool {
 	return !HasImage(res) && !PrefersStructured(clientName)
 }
 
-// clientName is the clientInfo.name of the MCP session of ctx, "" when unknown.
-func clientName(ctx context.Context) string {
+// ClientName is the clientInfo.name of the MCP session of ctx, "" when
+// unknown.
+func ClientName(ctx context.Context) string {
 	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
 		return s.GetClientInfo().Name
 	}
@@ -65,7 +66,7 @@ func clientName(ctx context.Context) string {
 
 // shape applies the structured-content policy to a rendered result.
 func (f *Front) shape(ctx context.Context, res *mcp.CallToolResult) *mcp.CallToolResult {
-	if res != nil && !KeepStructured(f.cfg.Structured, clientName(ctx), res) {
+	if res != nil && !KeepStructured(f.cfg.Structured, ClientName(ctx), res) {
 		res.StructuredContent, res.RawStructuredContent = nil, nil
 	}
 	return res

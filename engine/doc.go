@@ -29,7 +29,7 @@
 //     aliases), search (BM25 and fuzzy tool search, "Did you mean"), schema
 //     (input-schema validation and Python-style signatures).
 //   - Libraries only the engine and cmd use, under engine: config, store,
-//     snapshot, toon, render, oauth, httpd, fileperm (below).
+//     snapshot, audit, toon, render, oauth, httpd, fileperm (below).
 //   - Tools behind subcommands, under engine: bench, image (below).
 //   - entrypoint: the Python that runs inside the sandbox.
 //
@@ -59,13 +59,18 @@
 //   - durable.go: sessions that survive: opens engine/snapshot with the
 //     key of MCP_BRIDGE_KEY_FILE, adapts it to actors.SnapshotStore, and
 //     doctor's sessions line.
+//   - auditcalls.go: the audit trail: opens engine/audit (on under bridge
+//     serve, MCP_BRIDGE_AUDIT), begins a record per call through the
+//     Dispatcher's Audit hook, collects its inner requests and approvals as
+//     the call's actors.CallRecorder, and appends it when the call ends.
 //
 // # Sub-packages
 //
 // Libraries, which import only protocol, its sub-packages or each other,
 // never the engine or the actors: config (server config files), store
 // (memory and saved tools on disk), snapshot (sessions' snapshots on disk,
-// signed and capped; it imports store), toon (the TOON encoding), render (a
+// signed and capped; it imports store), audit (the audit trail: chained
+// records on disk, their verification and reading), toon (the TOON encoding), render (a
 // run's result as an MCP tool result), oauth (OAuth 2.1 sign-in to remote
 // servers: discovery, registration, PKCE, refresh, the token store; it
 // imports config), fileperm (which permissions of a secret file reach

@@ -50,17 +50,21 @@ type Engine struct {
 	serversSup *suture.Supervisor
 	discovery  *actors.Discovery
 	dispatcher *actors.Dispatcher
-	store      *catalogStore
-	children   *childRegistry
-	events     chan suture.Event
-	getenv     func(string) string
-	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
-	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
-	optsOnce   sync.Once
-	opts       config.Options // set once by configOptions
-	stamper    config.Stamper
-	gate       config.Gate                       // skips the stamper's stats while no covered path changed
-	signIn     atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
+	// audit keeps the audit trail; nil when it is off (or could not be
+	// opened: auditErr says why).
+	audit    *auditTrail
+	auditErr error
+	store    *catalogStore
+	children *childRegistry
+	events   chan suture.Event
+	getenv   func(string) string
+	warned   sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
+	skipped  atomic.Pointer[[]actors.ConfigProblem] // of the last config load
+	optsOnce sync.Once
+	opts     config.Options // set once by configOptions
+	stamper  config.Stamper
+	gate     config.Gate                       // skips the stamper's stats while no covered path changed
+	signIn   atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
 	// caps is the capability set declared to the proxied servers: the
 	// MCP client's (Serve), the terminal's (Exec), else none.
 	caps *actors.UpstreamCaps
@@ -160,6 +164,11 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		DefaultTimeout: env.Timeout,
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
+	}
+	if e.audit, e.auditErr = openAudit(env, log); e.auditErr != nil {
+		log.Error().Err(e.auditErr).Msg("audit trail off")
+	} else if e.audit != nil {
+		e.dispatcher.Audit = e.audit.begin
 	}
 	return e
 }

@@ -103,6 +103,14 @@ type Env struct {
 	// KeyFile is MCP_BRIDGE_KEY_FILE: the key that signs what the bridge
 	// stores for itself (snapshots), kept apart from the state directory.
 	KeyFile string
+	// Audit is MCP_BRIDGE_AUDIT: "on", "off", or "" (on under bridge
+	// serve, off otherwise). AuditCode is MCP_BRIDGE_AUDIT_CODE (full or
+	// hash), AuditMaxFile MCP_BRIDGE_AUDIT_MAX_FILE_BYTES and
+	// AuditRetention MCP_BRIDGE_AUDIT_RETENTION (0: kept forever).
+	Audit          string
+	AuditCode      string
+	AuditMaxFile   int64
+	AuditRetention time.Duration
 	// Serving is set by bridge serve (no variable): the working
 	// directory's project config files are not the callers', so they are
 	// not read.
@@ -129,6 +137,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_MAX_CONNS_PER_ADDR",
 	"MCP_BRIDGE_SESSION_DURABILITY", "MCP_BRIDGE_SNAPSHOT_MAX", "MCP_BRIDGE_SNAPSHOT_TOTAL", "MCP_BRIDGE_SNAPSHOT_RETENTION",
 	"MCP_BRIDGE_KEY_FILE",
+	"MCP_BRIDGE_AUDIT", "MCP_BRIDGE_AUDIT_CODE", "MCP_BRIDGE_AUDIT_MAX_FILE_BYTES", "MCP_BRIDGE_AUDIT_RETENTION",
 }
 
 var (
@@ -308,6 +317,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 		r.fail("MCP_BRIDGE_SECCOMP", "'runtime' or the absolute path of a seccomp profile (JSON)")
 	}
 	r.readDurability(&e)
+	r.readAudit(&e)
 	r.readKube(&e)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
@@ -373,19 +383,37 @@ func (r *envReader) readDurability(e *Env) {
 	e.Durability = r.choice("MCP_BRIDGE_SESSION_DURABILITY", "cell", "cell, exit or off", "cell", "exit", "off")
 	e.SnapshotMax = r.size("MCP_BRIDGE_SNAPSHOT_MAX", 1<<30, 1<<20)
 	e.SnapshotTotal = r.size("MCP_BRIDGE_SNAPSHOT_TOTAL", 8<<30, max(e.SnapshotMax, 1<<20))
-	e.SnapshotRetention = 7 * 24 * time.Hour
-	if s := strings.ToLower(r.str("MCP_BRIDGE_SNAPSHOT_RETENTION")); s != "" {
-		d, ok := parseRetention(s)
-		if !ok {
-			r.fail("MCP_BRIDGE_SNAPSHOT_RETENTION", "a duration like 7d, 36h or 90m (0 keeps snapshots until a cap drops them)")
-		}
-		e.SnapshotRetention = d
-	}
+	e.SnapshotRetention = r.retention("MCP_BRIDGE_SNAPSHOT_RETENTION", 7*24*time.Hour,
+		"a duration like 7d, 36h or 90m (0 keeps snapshots until a cap drops them)")
 	if e.KeyFile = r.str("MCP_BRIDGE_KEY_FILE"); e.KeyFile == "" {
 		e.KeyFile = defaultKeyFile(e.Home, r.str("XDG_CONFIG_HOME"))
 	} else if !filepath.IsAbs(e.KeyFile) {
 		r.fail("MCP_BRIDGE_KEY_FILE", "an absolute path")
 	}
+}
+
+// readAudit reads the variables of the audit trail.
+func (r *envReader) readAudit(e *Env) {
+	if s := strings.ToLower(r.str("MCP_BRIDGE_AUDIT")); s != "" {
+		e.Audit = r.choice("MCP_BRIDGE_AUDIT", "", "on or off", "on", "off")
+	}
+	e.AuditCode = r.choice("MCP_BRIDGE_AUDIT_CODE", "full", "full or hash", "full", "hash")
+	e.AuditMaxFile = r.size("MCP_BRIDGE_AUDIT_MAX_FILE_BYTES", 64<<20, 64<<10)
+	e.AuditRetention = r.retention("MCP_BRIDGE_AUDIT_RETENTION", 90*24*time.Hour, "a duration like 90d or 720h (0 keeps every file)")
+}
+
+// retention reads a retention period (parseRetention); def when unset.
+func (r *envReader) retention(name string, def time.Duration, want string) time.Duration {
+	s := strings.ToLower(r.str(name))
+	if s == "" {
+		return def
+	}
+	d, ok := parseRetention(s)
+	if !ok {
+		r.fail(name, want)
+		return def
+	}
+	return d
 }
 
 // size parses a byte size like 1g or 512m (digits with optional b/k/m/g),

@@ -71,6 +71,9 @@ func defaultEnv() Env {
 		SnapshotMax:             1 << 30,
 		SnapshotTotal:           8 << 30,
 		SnapshotRetention:       7 * 24 * time.Hour,
+		AuditCode:               "full",
+		AuditMaxFile:            64 << 20,
+		AuditRetention:          90 * 24 * time.Hour,
 		KeyFile:                 testHome + "/.config/bridge/key",
 		Kube:                    KubeEnv{PullPolicy: "IfNotPresent", WarmPool: 1},
 	}
@@ -376,6 +379,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_MAX_CONNS_PER_ADDR": "-1",
 		"MCP_BRIDGE_SESSION_DURABILITY": "always", "MCP_BRIDGE_SNAPSHOT_MAX": "1k", "MCP_BRIDGE_SNAPSHOT_TOTAL": "x",
 		"MCP_BRIDGE_SNAPSHOT_RETENTION": "forever", "MCP_BRIDGE_KEY_FILE": "relative/key",
+		"MCP_BRIDGE_AUDIT": "maybe", "MCP_BRIDGE_AUDIT_CODE": "none", "MCP_BRIDGE_AUDIT_MAX_FILE_BYTES": "1k", "MCP_BRIDGE_AUDIT_RETENTION": "forever",
 		"MCP_BRIDGE_K8S_NAMESPACE": "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
 		"MCP_BRIDGE_K8S_RUNTIME_CLASS": "g_visor", "MCP_BRIDGE_K8S_NODE_NAME": "node 1", "MCP_BRIDGE_K8S_SECCOMP_PROFILE": "/abs/profile.json",
 	}

@@ -127,6 +127,9 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		if tokens, err = loadTokens(e.Env.TokensFile, hlog); err != nil {
 			return err
 		}
+		if e.audit != nil {
+			e.audit.tokens.Store(tokens) // redacted wherever a record would hold one
+		}
 	}
 	for _, p := range unknownMetricsPrincipals(opts.MetricsPrincipals, tokens) {
 		hlog.Warn().Str("principal", p).Msg("--metrics-principal names a principal the tokens file does not list: /metrics refuses it until the file does")

@@ -61,7 +61,7 @@ func (e *Engine) FetchSpill(ctx context.Context, r result.Result) (string, error
 		return "", errors.New("the result names no spill file")
 	}
 	bound := FetchBound(r.TimeoutSeconds)
-	ctx, cancel := context.WithTimeout(ctx, bound)
+	ctx, cancel := context.WithTimeout(withInternal(ctx), bound)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	chunk := (e.Env.MaxOutputBytes / 2) / 3 * 3 // base64 of it is 2/3 of the cap

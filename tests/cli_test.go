@@ -80,7 +80,7 @@ func TestBadInvocation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, image, bench, kubernetes, version, help; bridge help)`},
+		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, audit, image, bench, kubernetes, version, help; bridge help)`},
 		{map[string]string{"MCP_BRIDGE_TIMEOUT": "abc"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_TIMEOUT="abc": want an integer from 1 to 120`},
 		{map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_MEMORY="lots": want`},
 		{map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "tooon"}, []string{"exec", "print(1)"}, `bridge: invalid MCP_BRIDGE_OUTPUT_MODE="tooon": want compact, toon or json`},

@@ -96,6 +96,10 @@ func commandTable() []command {
 			"login runs the browser sign-in for a configured http/sse server and stores its tokens;\n" +
 				"status lists what is stored; logout removes a server's tokens.",
 			(*Main).authCmd},
+		{"audit", "(verify | show [flags])", "check or list the audit trail of run_python calls",
+			"verify checks the chain of <state>/.bridge/audit with MCP_BRIDGE_KEY_FILE: exit 0 when intact, 1 naming the first\n" +
+				"record edited, removed or reordered. show lists the call records that match its filters.",
+			(*Main).auditCmd},
 		{"image", "build [flags]", "build the sandbox image, or with --bridge the bridge's own",
 			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.\n" +
 				"With --bridge, builds the bridge's own image for Kubernetes instead (localhost/bridge:latest, and :VERSION for a release build):\n" +

@@ -1,0 +1,78 @@
+package audit
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"time"
+)
+
+// Filter selects records for Read; zero fields select everything.
+type Filter struct {
+	Principal, Session, Server, Tool string
+	Since                            time.Time
+}
+
+// match reports whether call record r passes f.
+func (f Filter) match(r *Record) bool {
+	if r.Kind != KindCall || f.Principal != "" && r.Principal != f.Principal || f.Session != "" && r.Session != f.Session ||
+		!f.Since.IsZero() && r.Time.Before(f.Since) {
+		return false
+	}
+	if f.Server == "" && f.Tool == "" {
+		return true
+	}
+	return slices.ContainsFunc(r.Inner, func(in Inner) bool {
+		return (f.Server == "" || in.Server == f.Server) && (f.Tool == "" || in.Tool == f.Tool)
+	})
+}
+
+// Read calls each with the call records of dir that pass f, oldest first,
+// until each returns false. Lines that are not records (an incomplete
+// last line) are skipped: bridge audit verify reports them.
+func Read(dir string, f Filter, each func(*Record) bool) error {
+	unlock, err := lock(dir, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	files, err := Files(dir)
+	if err != nil {
+		return err
+	}
+	for _, path := range files {
+		more, err := readFile(path, f, each)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func readFile(path string, f Filter, each func(*Record) bool) (bool, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer fh.Close()
+	r := bufio.NewReaderSize(fh, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		var rec Record
+		if json.Unmarshal(line, &rec) != nil || !f.match(&rec) {
+			continue
+		}
+		if !each(&rec) {
+			return false, nil
+		}
+	}
+}
