@@ -58,6 +58,7 @@ var boxMethods = map[string]boxHandler{
 		tools, problems, err := s.SavedTools()
 		return map[string]any{"tools": tools, "problems": problems}, err
 	}),
+	protocol.MethodHistory: (*Router).history,
 	protocol.MethodDeleteTool: storeMethod(protocol.MethodDeleteTool, func(s Store, p protocol.NameParams) (any, error) {
 		ok, err := s.DeleteTool(p.Name)
 		return map[string]bool{"deleted": ok}, err
@@ -583,4 +584,29 @@ func notAvailable(name string, configured bool) string {
 // the one that is logged (Scope.Refused).
 func firstRefusal(scope Scope) bool {
 	return scope.Refused == nil || scope.Refused.Add(1) == 1
+}
+
+// historyOff is runtime.history's note when there is no audit trail.
+const historyOff = "runtime.history() is empty: the audit trail is off (MCP_BRIDGE_AUDIT=on turns it on; bridge serve has it on)"
+
+// history answers runtime.history(n): the principal's last n calls, oldest
+// first, from the audit trail (Router.History), and a note when there is
+// none to read.
+func (r *Router) history(_ context.Context, scope Scope, params json.RawMessage) (any, error) {
+	var p protocol.HistoryParams
+	if err := decodeParams(protocol.MethodHistory, params, &p); err != nil {
+		return nil, err
+	}
+	n := min(max(p.N, 1), protocol.MaxHistory)
+	if r.History == nil {
+		return map[string]any{"records": []any{}, "note": historyOff}, nil
+	}
+	recs, err := r.History(scope.Principal, n)
+	if err != nil {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, "runtime.history: "+err.Error())
+	}
+	if recs == nil {
+		recs = []json.RawMessage{}
+	}
+	return map[string]any{"records": recs}, nil
 }

@@ -93,6 +93,10 @@ type Router struct {
 	// OnProxied, when set, is told of every tool call proxied to a
 	// server (bridge serve's metrics). It must not block.
 	OnProxied func(server string)
+	// History, when set, reads the last n call records of principal from
+	// the audit trail, oldest first (runtime.history); nil: the trail is
+	// off.
+	History func(principal string, n int) ([]json.RawMessage, error)
 	// ApprovalTimeout bounds the wait for a human's approval
 	// (MCP_BRIDGE_APPROVAL_TIMEOUT); <= 0 is DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration

@@ -23,6 +23,8 @@ import (
 // the Dispatcher's Audit hook begins it, the call's CallRecorder collects
 // its inner requests and approvals, and the call's end appends it.
 type auditTrail struct {
+	dir      string
+	serving  bool
 	log      *audit.Log
 	codeHash bool // MCP_BRIDGE_AUDIT_CODE=hash: the code's digest only
 	tokens   atomic.Pointer[httpd.Reloaded[httpd.TokenSet]]
@@ -60,7 +62,7 @@ func openAudit(env Env, log zerolog.Logger) (*auditTrail, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &auditTrail{log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger()}
+	a := &auditTrail{dir: AuditDir(env.StateDir), serving: env.Serving, log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger()}
 	a.red = audit.NewRedactor(a.isToken)
 	return a, nil
 }
@@ -73,6 +75,51 @@ func (a *auditTrail) isToken(w string) bool {
 	}
 	_, ok := t.Get().Lookup(w)
 	return ok
+}
+
+// history is Router.History: the principal's last n calls, each as a
+// summary (no arguments or results: the code, and each inner call's name,
+// outcome and duration).
+func (a *auditTrail) history(principal string, n int) ([]json.RawMessage, error) {
+	if principal == "" && a.serving {
+		return nil, nil // every call under serve has a principal
+	}
+	recs, err := audit.Last(a.dir, audit.Filter{Principal: principal, ExactPrincipal: true}, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, len(recs))
+	for _, r := range recs {
+		type inner struct {
+			Method  string `json:"method"`
+			Server  string `json:"server,omitempty"`
+			Tool    string `json:"tool,omitempty"`
+			Outcome string `json:"outcome"`
+			Ms      int64  `json:"duration_ms"`
+		}
+		s := struct {
+			ID       string    `json:"id"`
+			Time     time.Time `json:"time"`
+			Session  string    `json:"session"`
+			Call     int64     `json:"call"`
+			Status   string    `json:"status"`
+			ExitCode *int      `json:"exit_code"`
+			Ms       int64     `json:"duration_ms"`
+			CodeSHA  string    `json:"code_sha256"`
+			Code     *string   `json:"code"`
+			Servers  []string  `json:"servers"`
+			Inner    []inner   `json:"inner"`
+		}{r.ID, r.Time, r.Session, r.Call, r.Status, r.ExitCode, r.DurMs, r.CodeSHA, r.Code, r.Servers, []inner{}}
+		for _, in := range r.Inner {
+			s.Inner = append(s.Inner, inner{in.Method, in.Server, in.Tool, in.Outcome, in.Ms})
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // begin is the Dispatcher's Audit hook.
@@ -138,7 +185,9 @@ func (c *callAudit) Inner(method string, params json.RawMessage, res any, err er
 		in.Outcome = red.String(err.Error())
 	} else if b, merr := json.Marshal(res); merr == nil {
 		in.Bytes = len(b)
-		in.Result = audit.NewValue(b, red)
+		if method != protocol.MethodHistory { // earlier records, already in the trail
+			in.Result = audit.NewValue(b, red)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

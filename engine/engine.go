@@ -169,6 +169,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		log.Error().Err(e.auditErr).Msg("audit trail off")
 	} else if e.audit != nil {
 		e.dispatcher.Audit = e.audit.begin
+		e.router.History = e.audit.history
 	}
 	return e
 }

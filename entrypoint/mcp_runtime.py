@@ -31,6 +31,7 @@ __all__ = [
     "capability_summary", "reset", "save_tool", "delete_tool",
     "save_memory", "load_memory", "update_memory", "delete_memory", "list_memories", "memory_exists",
     "get_memory_info", "ResourceLink", "list_resources", "list_resource_templates", "read_resource",
+    "history",
 ]
 
 
@@ -259,6 +260,28 @@ def _call(method, params):
 
 async def _acall(method, params):
     return await LINK.acall(method, params)  # noqa: F821
+
+
+def history(n=10):
+    """Your last n run_python calls (at most 100), oldest first, from the audit trail: dicts with id, time,
+    session, call, status, code and the inner calls (method, server, tool, outcome). Empty, with a note,
+    when the audit trail is off."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError("history(n): n must be an int")
+    res = _call("history", {"n": n})
+    if res.get("note") and res["note"] not in _LATE_NOTES:
+        _LATE_NOTES.append(res["note"])
+    return res["records"]
+
+
+_LATE_NOTES = []  # notes the running cell's calls left for its result
+
+
+def _take_late_notes():
+    """The notes left while the cell ran; the list is emptied."""
+    notes = list(_LATE_NOTES)
+    _LATE_NOTES.clear()
+    return notes
 
 
 # --- discovery -------------------------------------------------------------

@@ -295,6 +295,7 @@ class Runner:
                 outcome, exit_code, error = "exception", 1, _error_text(e)
         truncated, total, result_repr, runs = CAPTURE.finish(result_repr)
         notes += _hint(HINTS.end, self.ns) or []
+        notes += rt._take_late_notes()
         reset = rt._end_call()
         res = {"outcome": outcome, "exitCode": exit_code, "truncated": truncated, "outputBytes": total, "reset": reset}
         saved = DISPLAY.IMAGES.end()

@@ -43,6 +43,9 @@
 //     until the sandbox ends. Unknown tokens are refused.
 //   - memory_get, memory_put, memory_delete, memory_list, save_tool,
 //     saved_tools, delete_tool: the host's persistent store
+//   - history {n} → {records, note?}: runtime.history(n), the principal's
+//     last n calls (MaxHistory at most) from the audit trail, oldest
+//     first; with the trail off, none and a note saying so
 //
 // box → host requests at any time, answered by the sandbox actor for the
 // session that holds the box (actors/durable.go), with or without a call:

@@ -64,7 +64,18 @@ const (
 	MethodMemoryList   = "memory_list"
 	MethodSavedTools   = "saved_tools"
 	MethodDeleteTool   = "delete_tool"
+	// MethodHistory is runtime.history(n): the principal's last calls from
+	// the audit trail.
+	MethodHistory = "history"
 )
+
+// HistoryParams asks for the last N calls (MaxHistory at most).
+type HistoryParams struct {
+	N int `json:"n"`
+}
+
+// MaxHistory caps runtime.history(n).
+const MaxHistory = 100
 
 // JobMeta is the meta of a request from a background job: the token
 // job_scope returned to the call that started it.

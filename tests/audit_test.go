@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,11 @@ func TestAuditTrail(t *testing.T) {
 	}
 	if r := callHTTP(t, bob, map[string]any{"code": "print(1)"}); r.IsError {
 		t.Fatalf("bob: %s", text(t, r))
+	}
+	// runtime.history: alice's own calls only, without bob's.
+	r := callHTTP(t, alice, map[string]any{"code": "h = runtime.history(100)\nprint(len(h), h[0]['code_sha256'][:12], [i.get('tool') for i in h[0]['inner']])"})
+	if got, want := text(t, r), fmt.Sprintf("1 %s [None, 'echo']", audit12(aliceCode)); r.IsError || got != want {
+		t.Errorf("alice's runtime.history: %q, want %q", got, want)
 	}
 	s.stop()
 
@@ -63,8 +69,8 @@ func TestAuditTrail(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
-	if len(recs) != 2 || recs[0].Principal != "alice" || recs[1].Principal != "bob" {
-		t.Fatalf("records %+v, want alice's then bob's", recs)
+	if len(recs) != 3 || recs[0].Principal != "alice" || recs[1].Principal != "bob" || recs[2].Principal != "alice" {
+		t.Fatalf("records %+v, want alice's, bob's, alice's", recs)
 	}
 	a := recs[0]
 	if sum := sha256.Sum256([]byte(aliceCode)); a.CodeSHA != hex.EncodeToString(sum[:]) || a.Status != "success" {
@@ -112,7 +118,7 @@ func TestAuditTrail(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "svc.echo") {
 		t.Errorf("audit show --tool echo: exit %d:\n%s", code, out)
 	}
-	if out, errOut, code := runCLI(t, cli, "", "audit", "verify"); code != 0 || out != "2 records, chain intact\n" {
+	if out, errOut, code := runCLI(t, cli, "", "audit", "verify"); code != 0 || out != "3 records, chain intact\n" {
 		t.Errorf("audit verify: exit %d: %s%s", code, out, errOut)
 	}
 
@@ -143,7 +149,7 @@ func TestAuditTrail(t *testing.T) {
 			}
 			out, errOut, code := runCLI(t, map[string]string{"MCP_BRIDGE_STATE_DIR": copyState, "MCP_BRIDGE_KEY_FILE": key}, "", "audit", "verify")
 			if c.want == "" {
-				if code != 0 || !strings.HasPrefix(out, "2 records, chain intact\nnote: ") || !strings.Contains(out, "incomplete line: a crash") {
+				if code != 0 || !strings.HasPrefix(out, "3 records, chain intact\nnote: ") || !strings.Contains(out, "incomplete line: a crash") {
 					t.Errorf("audit verify: exit %d: %s%s, want intact with a note on the incomplete line", code, out, errOut)
 				}
 				return
@@ -152,5 +158,22 @@ func TestAuditTrail(t *testing.T) {
 				t.Errorf("audit verify: exit %d: %s%s, want exit 1 naming %q", code, out, errOut, c.want)
 			}
 		})
+	}
+}
+
+// audit12 is the first 12 hex digits of code's SHA-256.
+func audit12(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// TestAuditOffHistory: with the audit trail off, runtime.history() is
+// empty and the result says why.
+func TestAuditOffHistory(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, map[string]string{"MCP_BRIDGE_AUDIT": "off"})
+	got := b.mustOK("print(runtime.history())")
+	if want := "[]\nnote: runtime.history() is empty: the audit trail is off (MCP_BRIDGE_AUDIT=on turns it on; bridge serve has it on)"; got != want {
+		t.Errorf("runtime.history() with the trail off:\n got %q\nwant %q", got, want)
 	}
 }

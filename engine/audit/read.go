@@ -14,11 +14,14 @@ import (
 type Filter struct {
 	Principal, Session, Server, Tool string
 	Since                            time.Time
+	// ExactPrincipal matches Principal even when it is "" (bridge run's
+	// records have none).
+	ExactPrincipal bool
 }
 
 // match reports whether call record r passes f.
 func (f Filter) match(r *Record) bool {
-	if r.Kind != KindCall || f.Principal != "" && r.Principal != f.Principal || f.Session != "" && r.Session != f.Session ||
+	if r.Kind != KindCall || (f.Principal != "" || f.ExactPrincipal) && r.Principal != f.Principal || f.Session != "" && r.Session != f.Session ||
 		!f.Since.IsZero() && r.Time.Before(f.Since) {
 		return false
 	}
@@ -50,6 +53,29 @@ func Read(dir string, f Filter, each func(*Record) bool) error {
 		}
 	}
 	return nil
+}
+
+// Last is the last n call records of dir that pass f, oldest first; it
+// reads files from the newest back until it has n.
+func Last(dir string, f Filter, n int) ([]*Record, error) {
+	unlock, err := lock(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	files, err := Files(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for i := len(files) - 1; i >= 0 && len(out) < n; i-- {
+		var these []*Record
+		if _, err := readFile(files[i], f, func(r *Record) bool { these = append(these, r); return true }); err != nil {
+			return nil, err
+		}
+		out = append(these, out...)
+	}
+	return out[max(len(out)-n, 0):], nil
 }
 
 func readFile(path string, f Filter, each func(*Record) bool) (bool, error) {
