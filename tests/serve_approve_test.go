@@ -1,6 +1,8 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -71,6 +73,31 @@ func TestServeApprovalsReachCaller(t *testing.T) {
 			t.Errorf("bob was asked: %s", q.Params.Message)
 		}
 	}
+	// The audit trail has each decision in the record of the call that
+	// asked, with the client that decided.
+	out, errOut, code := runCLI(t, s.auditEnv, "", "audit", "show", "--json")
+	if code != 0 {
+		t.Fatalf("audit show: exit %d: %s", code, errOut)
+	}
+	decisions := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Principal string
+			Approvals []struct{ Server, Tool, Decision, Decider string }
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit record %q: %v", line, err)
+		}
+		for _, a := range r.Approvals {
+			if a.Server != "memory" || a.Tool != "create_entities" || a.Decider != "bridge-e2e-http" {
+				t.Errorf("%s's approval record: %+v", r.Principal, a)
+			}
+			decisions[r.Principal] = append(decisions[r.Principal], a.Decision)
+		}
+	}
+	if got, want := fmt.Sprint(decisions), "map[alice:[once once] bob:[deny deny]]"; got != want {
+		t.Errorf("approvals in the audit trail: %s, want %s", got, want)
+	}
 }
 
 // serveMemoryApproved serves principals alice and bob with the real memory
@@ -85,5 +112,8 @@ func serveMemoryApproved(t *testing.T) *served {
 		"servers": map[string]any{"memory": map[string]any{"approve": []string{"create_*"}}},
 	})
 	env["MCP_BRIDGE_TOKENS_FILE"] = writeTokens(t, "alice "+aliceToken, "bob "+bobToken)
-	return startServe(t, env)
+	env["MCP_BRIDGE_STATE_DIR"], env["MCP_BRIDGE_KEY_FILE"] = t.TempDir(), filepath.Join(t.TempDir(), "key")
+	s := startServe(t, env)
+	s.auditEnv = map[string]string{"MCP_BRIDGE_STATE_DIR": env["MCP_BRIDGE_STATE_DIR"], "MCP_BRIDGE_KEY_FILE": env["MCP_BRIDGE_KEY_FILE"]}
+	return s
 }

@@ -27,6 +27,9 @@ type served struct {
 	base   string // http://127.0.0.1:PORT
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
+	// auditEnv, when the test set them, names the state dir and key file
+	// (MCP_BRIDGE_STATE_DIR, MCP_BRIDGE_KEY_FILE) for bridge audit.
+	auditEnv map[string]string
 }
 
 var servingURL = regexp.MustCompile(`"url":"(https?://127\.0\.0\.1:[0-9]+)/mcp"`)
