@@ -244,3 +244,17 @@ func internalCall(ctx context.Context) bool {
 	v, _ := ctx.Value(internalKey{}).(bool)
 	return v
 }
+
+// doctorAudit says whether calls leave audit records, and where.
+func (e *Engine) doctorAudit(add func(status, name, format string, a ...any)) {
+	switch {
+	case e.auditErr != nil:
+		add("WARN", "audit", "%v; calls leave no audit record until it is fixed", e.auditErr)
+	case e.audit == nil:
+		add("OK", "audit", "off (on under bridge serve; MCP_BRIDGE_AUDIT=on turns it on)")
+	default:
+		files, _ := audit.Files(e.audit.dir)
+		add("OK", "audit", "on: %d files in %s, chained with %s; bridge audit verify checks them", len(files), e.audit.dir, e.Env.KeyFile)
+	}
+}
+

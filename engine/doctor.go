@@ -54,6 +54,7 @@ func (e *Engine) Doctor(ctx context.Context, only string) []Check {
 	}
 
 	e.doctorSessions(add)
+	e.doctorAudit(add)
 	e.doctorTokens(add)
 
 	set := config.Load(e.configOptions())

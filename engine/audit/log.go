@@ -24,6 +24,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -66,7 +67,24 @@ type Log struct {
 	dir  string
 	key  []byte
 	opts Options
-	mu   sync.Mutex // one append at a time in this process; the flock orders processes
+
+	mu    sync.Mutex // one append at a time in this process; the flock orders processes
+	lockf *os.File   // .lock, held open: flocked for each append
+	// last is where this Log's last append left the chain. The lock file
+	// holds the sequence number of the chain's last record (8 bytes, big
+	// endian), written by every append under the lock: when it still says
+	// last's, no other process appended since, and the next append skips
+	// reading the directory and the file's tail.
+	last *position
+}
+
+// position is the newest file, held open for appends, its size, and the
+// chain's end.
+type position struct {
+	path string
+	f    *os.File
+	size int64
+	t    tail
 }
 
 // Open prepares dir (created 0700) for appends, with the MAC key derived
@@ -87,7 +105,27 @@ func Open(dir string, key []byte, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Log{dir: dir, key: MACKey(key), opts: opts}, nil
+	lf, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return &Log{dir: dir, key: MACKey(key), opts: opts, lockf: lf}, nil
+}
+
+// Close releases the Log's files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forget()
+	return l.lockf.Close()
+}
+
+// forget drops the cached position.
+func (l *Log) forget() {
+	if l.last != nil {
+		l.last.f.Close()
+		l.last = nil
+	}
 }
 
 // MACKey is the audit chain's key, derived from the bridge's key so that a
@@ -145,11 +183,48 @@ func lock(dir string, exclusive bool) (func(), error) {
 func (l *Log) Append(r *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	unlock, err := lock(l.dir, true)
+	if err := syscall.Flock(int(l.lockf.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("audit: lock: %w", err)
+	}
+	defer func() { _ = syscall.Flock(int(l.lockf.Fd()), syscall.LOCK_UN) }()
+	var gen [8]byte
+	n, _ := l.lockf.ReadAt(gen[:], 0)
+	if l.last == nil || n != 8 || int64(binary.BigEndian.Uint64(gen[:])) != l.last.t.seq || l.last.size >= l.opts.MaxFileBytes {
+		if err := l.locate(); err != nil {
+			l.forget()
+			return err
+		}
+	}
+	p := l.last
+	if r.ID == "" {
+		r.ID = NewID()
+	}
+	if r.Time.IsZero() {
+		r.Time = l.opts.Now().UTC()
+	}
+	r.Seq, r.Prev = p.t.seq+1, p.t.mac
+	line, mac, err := l.seal(r)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	if err := l.write(p, line); err != nil {
+		l.forget()
+		return err
+	}
+	p.t = tail{seq: r.Seq, mac: mac, complete: true}
+	binary.BigEndian.PutUint64(gen[:], uint64(r.Seq))
+	if _, err := l.lockf.WriteAt(gen[:], 0); err != nil {
+		l.forget()
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// locate finds the chain's end from the files (another process appended,
+// or this Log has not yet), opening a new file when the newest is full or
+// ends in an incomplete line, and caches it in l.last.
+func (l *Log) locate() error {
+	l.forget()
 	files, err := Files(l.dir)
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -170,55 +245,52 @@ func (l *Log) Append(r *Record) error {
 			cur = ""
 		}
 	}
+	var size int64
 	if cur != "" {
-		if st, err := os.Stat(cur); err == nil && st.Size() >= l.opts.MaxFileBytes {
+		st, err := os.Stat(cur)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		if size = st.Size(); size >= l.opts.MaxFileBytes {
 			cur = ""
 		}
 	}
 	if cur == "" {
-		if cur, err = l.openFile(&t, len(files) > 0); err != nil {
-			return err
-		}
-		l.expire(cur)
+		return l.openFile(t, len(files) > 0)
 	}
-	if r.ID == "" {
-		r.ID = NewID()
-	}
-	if r.Time.IsZero() {
-		r.Time = l.opts.Now().UTC()
-	}
-	r.Seq, r.Prev = t.seq+1, t.mac
-	line, _, err := l.seal(r)
+	f, err := os.OpenFile(cur, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("audit: %w", err)
 	}
-	return l.write(cur, line)
+	l.last = &position{path: cur, f: f, size: size, t: t}
+	return nil
 }
 
-// openFile creates the next file; when a chain came before (more), it
-// opens with a checkpoint record that continues it. t moves on to the
-// checkpoint.
-func (l *Log) openFile(t *tail, more bool) (string, error) {
+// openFile creates the next file and caches it in l.last; when a chain
+// came before (more), the file opens with a checkpoint record that
+// continues it.
+func (l *Log) openFile(t tail, more bool) error {
 	now := l.opts.Now()
 	path := filepath.Join(l.dir, fmt.Sprintf("%s%020d%s", filePrefix, t.seq+1, fileSuffix))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("audit: %w", err)
 	}
-	f.Close()
+	l.last = &position{path: path, f: f, t: t}
+	l.expire(path)
 	if !more {
-		return path, nil
+		return nil
 	}
 	cp := &Record{ID: NewID(), Time: now.UTC(), Kind: KindCheckpoint, Before: t.seq, Seq: t.seq + 1, Prev: t.mac}
 	line, mac, err := l.seal(cp)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := l.write(path, line); err != nil {
-		return "", err
+	if err := l.write(l.last, line); err != nil {
+		return err
 	}
-	t.seq, t.mac = cp.Seq, mac
-	return path, nil
+	l.last.t = tail{seq: cp.Seq, mac: mac, complete: true}
+	return nil
 }
 
 // seal encodes r and returns its line and MAC.
@@ -245,18 +317,15 @@ func sum(key []byte, prev string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// write appends line to path in one write, synced when the options say.
-func (l *Log) write(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+// write appends line to p's file in one write, synced when the options
+// say.
+func (l *Log) write(p *position, line []byte) error {
+	if _, err := p.f.Write(line); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.Write(line); err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
+	p.size += int64(len(line))
 	if l.opts.Sync {
-		if err := f.Sync(); err != nil {
+		if err := p.f.Sync(); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
 	}

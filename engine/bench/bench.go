@@ -66,7 +66,7 @@ type Options struct {
 }
 
 // GroupNames are the figure groups in the order a run measures them.
-var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes", "durable"}
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes", "durable", "audit"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -144,6 +144,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"approve", approveFigures},
 		{"kubernetes", kubeFigures}, // only when --groups names it (kube.go)
 		{"durable", durableFigures}, // only when --groups names it (durable.go)
+		{"audit", auditFigures},     // only when --groups names it (audit.go)
 	}
 	for _, g := range groups {
 		if g.name == "http" && !o.HTTP || g.name != "http" && (o.HTTP && len(o.Groups) == 0 || len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name)) {

@@ -65,7 +65,12 @@ var serveURL = regexp.MustCompile(`"url":"(http://127\.0\.0\.1:[0-9]+/mcp)"`)
 // startServe starts bridge serve on a free loopback port with one token
 // per principal ("tok-" + principal), isolated like startBridge.
 func startServe(ctx context.Context, o Options, principals []string, extra ...string) (*served, error) {
-	env, rmEnv, err := isolated(o, nil)
+	return startServeWith(ctx, o, nil, principals, extra...)
+}
+
+// startServeWith is startServe proxying servers.
+func startServeWith(ctx context.Context, o Options, servers map[string]any, principals []string, extra ...string) (*served, error) {
+	env, rmEnv, err := isolated(o, servers)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +168,14 @@ func (s *served) client(ctx context.Context, principal string) (*httpProc, error
 
 // run runs code in the client's session; an isError result fails.
 func (h *httpProc) run(ctx context.Context, code string) error {
+	return h.runWith(ctx, code)
+}
+
+// runWith runs code in the client's session with servers granted.
+func (h *httpProc) runWith(ctx context.Context, code string, servers ...string) error {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "run_python"
-	req.Params.Arguments = map[string]any{"code": code, "session": h.session}
+	req.Params.Arguments = map[string]any{"code": code, "session": h.session, "servers": servers}
 	res, err := h.c.CallTool(ctx, req)
 	if err != nil {
 		return fmt.Errorf("bench: run_python over HTTP: %w", err)
