@@ -257,4 +257,3 @@ func (e *Engine) doctorAudit(add func(status, name, format string, a ...any)) {
 		add("OK", "audit", "on: %d files in %s, chained with %s; bridge audit verify checks them", len(files), e.audit.dir, e.Env.KeyFile)
 	}
 }
-

@@ -24,10 +24,10 @@ package audit
 
 import (
 	"bytes"
-	"encoding/binary"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
