@@ -62,7 +62,8 @@ const (
 
 var (
 	pairRe = regexp.MustCompile(`^([0-9a-f]{32})\.(snap|json)$`)
-	tempRe = regexp.MustCompile(`^[0-9a-f]{32}\.(snap|json)\.tmp-[0-9A-Za-z]+$`)
+	tempRe = regexp.MustCompile(`^[0-9a-f]{32}\.(snap|json)(\.next-[0-9]+)?\.tmp-[0-9A-Za-z]+$`)
+	nextRe = regexp.MustCompile(`^([0-9a-f]{32})\.json\.next-[0-9]+$`)
 
 	errClosed = errors.New("snapshot: writer already committed or aborted")
 )
@@ -283,7 +284,13 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 		return Meta{}, w.fail(fmt.Errorf("snapshot: %w", err))
 	}
 	snap, side := s.path(w.id, extSnap), s.path(w.id, extMeta)
+	fi, err := os.Lstat(w.tmp)
+	if err != nil {
+		return Meta{}, w.fail(fmt.Errorf("snapshot: %w", err))
+	}
+	next := s.path(w.id, extMeta) + extNext + strconv.FormatUint(inode(fi), 10)
 	err = s.locked(w.id, func() error {
+		s.recover(w.id)
 		// A SetLastCall since this upload began (the next call's
 		// snapshot started) must not move back.
 		if old, _, err := s.readMeta(w.id); err == nil && old.Principal == m.Principal && old.Session == m.Session {
@@ -294,12 +301,25 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 		if err != nil {
 			return err
 		}
-		if err := os.Rename(w.tmp, snap); err != nil {
+		// Three steps, each atomic, so that a process killed between
+		// any two leaves a pair that verifies: the new sidecar is staged
+		// under a name that holds the new data file's inode, the data is
+		// renamed into place, then the sidecar. recover finishes or undoes
+		// a commit cut short, by whether the data file is that inode.
+		if err := writeAtomic(next, raw); err != nil {
 			return err
 		}
-		if err := writeAtomic(side, raw); err != nil {
+		if err := os.Rename(w.tmp, snap); err != nil {
+			os.Remove(next)
+			return err
+		}
+		if commitCut != nil && commitCut() {
+			return errCommitCut
+		}
+		if err := os.Rename(next, side); err != nil {
 			// The old sidecar, if any, does not describe the new data:
 			// leave no pair rather than a broken one.
+			os.Remove(next)
 			os.Remove(side)
 			os.Remove(snap)
 			return err
@@ -393,6 +413,7 @@ func (s *Store) Open(principal, session string) (*Reader, error) {
 		refused string // why the pair is refused before reading the data
 	)
 	err := s.locked(id, func() error {
+		s.recover(id)
 		var ferr, rerr error
 		f, ferr = openNoFollow(snap)
 		if ferr == nil {
@@ -535,6 +556,49 @@ func (s *Store) verify(f *os.File, raw []byte, principal, session string) (Meta,
 	return m, "", nil
 }
 
+// extNext names a staged sidecar: <id>.json.next-<inode of its data file>.
+const extNext = ".next-"
+
+// commitCut, set by tests, ends a Commit after its data file is in place
+// and before its sidecar is, as a kill there would.
+var (
+	commitCut    func() bool
+	errCommitCut = errors.New("commit cut short (test)")
+)
+
+// inode is fi's inode number.
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
+
+// recover finishes or undoes a Commit of id that was cut short: a staged
+// sidecar whose inode is the data file's describes it and takes the
+// sidecar's place; any other is removed (the data rename never happened).
+// The caller holds id's lock.
+func (s *Store) recover(id string) {
+	side := s.path(id, extMeta)
+	staged, _ := filepath.Glob(side + extNext + "*")
+	if len(staged) == 0 {
+		return
+	}
+	var data uint64
+	if fi, err := os.Lstat(s.path(id, extSnap)); err == nil && fi.Mode().IsRegular() {
+		data = inode(fi)
+	}
+	for _, p := range staged {
+		if n, err := strconv.ParseUint(strings.TrimPrefix(p, side+extNext), 10, 64); err == nil && n != 0 && n == data {
+			if os.Rename(p, side) == nil {
+				s.log.Info().Str("id", id).Msg("snapshot: finished a commit that was cut short")
+				continue
+			}
+		}
+		os.Remove(p)
+	}
+}
+
 // unchanged reports whether id's pair on disk is still the data file f and
 // the sidecar raw. The caller holds id's lock.
 func (s *Store) unchanged(id string, f *os.File, raw []byte) bool {
@@ -626,6 +690,10 @@ func (s *Store) Sweep(now time.Time) {
 		return
 	}
 	for _, e := range entries {
+		if m := nextRe.FindStringSubmatch(e.Name()); m != nil {
+			_ = s.locked(m[1], func() error { s.recover(m[1]); return nil })
+			continue
+		}
 		if !tempRe.MatchString(e.Name()) {
 			continue
 		}
@@ -712,6 +780,7 @@ func (s *Store) brokenPair(id string, m Meta) bool {
 func (s *Store) dropBroken(id string) {
 	dropped := false
 	err := s.locked(id, func() error {
+		s.recover(id)
 		m, _, err := s.readMeta(id)
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, serr := os.Lstat(s.path(id, extSnap)); errors.Is(serr, fs.ErrNotExist) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -853,5 +854,64 @@ func TestSweepLogsWithoutNames(t *testing.T) {
 		if got := strings.Contains(out, "secret-"); got != (level == zerolog.DebugLevel) {
 			t.Errorf("%s: names in the log = %v: %q", level, got, out)
 		}
+	}
+}
+
+// TestCommitCutShort: a bridge killed in the middle of a Commit leaves a
+// pair that verifies. Cut after the data file is in place, the next Store
+// (the next bridge) finishes the commit, at its sweep or its first Open;
+// cut before (the staged sidecar is all there is of it), the previous
+// snapshot stays.
+func TestCommitCutShort(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		open  bool // recovered by Open, else by Sweep
+		data  bool // the data rename happened
+		want  string
+		calls int64
+	}{
+		{"data in place, then Open", true, true, "second", 2},
+		{"data in place, then Sweep", false, true, "second", 2},
+		{"only the sidecar staged", true, false, "first", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "sessions")
+			s, _ := newStoreIn(t, dir, Caps{})
+			put(t, s, "", "default", 1, []byte("first"))
+			w, err := s.Create("", "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write([]byte("second")); err != nil {
+				t.Fatal(err)
+			}
+			if c.data {
+				commitCut = func() bool { return true }
+				if _, err := w.Commit(Meta{Call: 2, Taken: t0, Names: 1}); !errors.Is(err, errCommitCut) {
+					t.Fatalf("Commit: %v, want it cut", err)
+				}
+				commitCut = nil
+			} else {
+				// Staged as Commit stages it, and no further.
+				fi, _ := os.Lstat(w.tmp)
+				side := s.path(idOf("", "default"), extMeta)
+				if err := os.WriteFile(side+extNext+strconv.FormatUint(inode(fi), 10), []byte(`{"call":2}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next, _ := newStoreIn(t, dir, Caps{})
+			if !c.open {
+				next.Sweep(t0)
+			}
+			got, m := get(t, next, "", "default")
+			if string(got) != c.want || m.Call != c.calls {
+				t.Errorf("after the cut: %q at call %d, want %q at call %d", got, m.Call, c.want, c.calls)
+			}
+			for _, f := range files(t, dir) {
+				if strings.Contains(f, extNext) {
+					t.Errorf("a staged sidecar is left: %s", f)
+				}
+			}
+		})
 	}
 }
