@@ -495,6 +495,10 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_SNAPSHOT_TOTAL":             {"x", "2k"},
 	"MCP_BRIDGE_SNAPSHOT_RETENTION":         {"forever", "30s", "-1d"},
 	"MCP_BRIDGE_KEY_FILE":                   {"relative/key"},
+	"MCP_BRIDGE_AUDIT":                      {"maybe", "2"},
+	"MCP_BRIDGE_AUDIT_CODE":                 {"none"},
+	"MCP_BRIDGE_AUDIT_MAX_FILE_BYTES":       {"1k", "x"},
+	"MCP_BRIDGE_AUDIT_RETENTION":            {"forever", "-1d"},
 
 	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
 	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},
