@@ -337,6 +337,11 @@ flood = [Flood() for _ in range(100)]`)
 	waitDurable(t, env, "s2", 1)
 	b.mustOKIn("s3", "import os\nblob = os.urandom(1200 << 10)")
 	waitDurable(t, env, "s3", 1)
+	// The commit evicts after its sidecar is in place: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for storedCall(env, "s1") != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if storedCall(env, "s1") != 0 || storedCall(env, "s3") == 0 {
 		t.Errorf("the total cap: s1 %d, s2 %d, s3 %d; want s1 dropped", storedCall(env, "s1"), storedCall(env, "s2"), storedCall(env, "s3"))
 	}
