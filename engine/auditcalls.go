@@ -58,11 +58,12 @@ func openAudit(env Env, log zerolog.Logger) (*auditTrail, error) {
 	if warning != "" {
 		log.Warn().Msg(warning)
 	}
-	l, err := audit.Open(AuditDir(env.StateDir), key, audit.Options{MaxFileBytes: env.AuditMaxFile, Retention: env.AuditRetention, Sync: env.Serving})
+	dir := AuditDir(env.StateDir)
+	l, err := audit.Open(dir, key, audit.Options{MaxFileBytes: env.AuditMaxFile, Retention: env.AuditRetention, Sync: env.Serving})
 	if err != nil {
 		return nil, err
 	}
-	a := &auditTrail{dir: AuditDir(env.StateDir), serving: env.Serving, log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger()}
+	a := &auditTrail{dir: dir, serving: env.Serving, log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger()}
 	a.red = audit.NewRedactor(a.isToken)
 	return a, nil
 }

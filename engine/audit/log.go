@@ -160,22 +160,24 @@ func Files(dir string) ([]string, error) {
 	return out, nil
 }
 
-// lock takes the directory's flock (exclusive, or shared) and returns its
-// release.
-func lock(dir string, exclusive bool) (func(), error) {
+// readLocked takes the directory's flock shared, as every reader does (an
+// Append holds it exclusive), and lists the files under it; unlock
+// releases it.
+func readLocked(dir string) (files []string, unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return nil, nil, fmt.Errorf("audit: %w", err)
 	}
-	how := syscall.LOCK_SH
-	if exclusive {
-		how = syscall.LOCK_EX
-	}
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("audit: lock: %w", err)
+		return nil, nil, fmt.Errorf("audit: lock: %w", err)
 	}
-	return func() { f.Close() }, nil // closing drops the lock
+	unlock = func() { f.Close() } // closing drops the lock
+	if files, err = Files(dir); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return files, unlock, nil
 }
 
 // Append assigns r its id (when empty), sequence number and previous MAC,

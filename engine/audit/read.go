@@ -37,15 +37,11 @@ func (f Filter) match(r *Record) bool {
 // until each returns false. Lines that are not records (an incomplete
 // last line) are skipped: bridge audit verify reports them.
 func Read(dir string, f Filter, each func(*Record) bool) error {
-	unlock, err := lock(dir, false)
+	files, unlock, err := readLocked(dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	files, err := Files(dir)
-	if err != nil {
-		return err
-	}
 	for _, path := range files {
 		more, err := readFile(path, f, each)
 		if err != nil || !more {
@@ -58,15 +54,11 @@ func Read(dir string, f Filter, each func(*Record) bool) error {
 // Last is the last n call records of dir that pass f, oldest first; it
 // reads files from the newest back until it has n.
 func Last(dir string, f Filter, n int) ([]*Record, error) {
-	unlock, err := lock(dir, false)
+	files, unlock, err := readLocked(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	files, err := Files(dir)
-	if err != nil {
-		return nil, err
-	}
 	var out []*Record
 	for i := len(files) - 1; i >= 0 && len(out) < n; i-- {
 		var these []*Record

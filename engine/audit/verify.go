@@ -44,15 +44,11 @@ func (b *Broken) Error() string {
 // Verify checks the chain in dir under key (the bridge's key file, as
 // Open takes it), under the shared lock, so no append is half-seen.
 func Verify(dir string, key []byte) (Report, error) {
-	unlock, err := lock(dir, false)
+	files, unlock, err := readLocked(dir)
 	if err != nil {
 		return Report{}, err
 	}
 	defer unlock()
-	files, err := Files(dir)
-	if err != nil {
-		return Report{}, err
-	}
 	v := verifier{key: MACKey(key)}
 	for i, f := range files {
 		if err := v.file(f, i == 0); err != nil {
