@@ -86,6 +86,12 @@
 //	sandbox → Router.ServeSandbox → Router.Snapshot → Client.Call (on the caller's goroutine;
 //	          no message to the router)
 //
+// Every such request, and every approval decision, is also told to the
+// call's CallRecorder when its context carries one (recorder.go; the
+// engine's audit trail): ServeSandbox is the one place requests pass, so
+// the recorder sees them all without any handler knowing. The Dispatcher's
+// Audit hook attaches it per call; Router.History answers runtime.history.
+//
 // Router.Resolve builds each granted server's entry for the sandbox once
 // per tool list (grants.go), with a digest of its content, and each
 // sandbox mirrors the entries its worker keeps (those of the exec frame
