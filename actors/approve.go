@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/printable"
@@ -221,7 +222,11 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool, rule st
 	// logged once a call and then counted (Scope.Refused); a call a "run"
 	// answer covers is logged at debug level.
 	var asks *approvals
+	var span trace.Span // the wait's, once the human is asked
 	logDecision := func(decision string) {
+		if span != nil {
+			span.SetAttributes(attrDecision.String(decision))
+		}
 		if scope.recorder != nil {
 			scope.recorder.Approval(server, tool, decision)
 		}
@@ -263,6 +268,8 @@ func (r *Router) approve(ctx context.Context, scope Scope, server, tool, rule st
 	if timeout <= 0 {
 		timeout = DefaultApprovalTimeout
 	}
+	ctx, span = tracer.Start(ctx, "approval "+server+"."+tool, trace.WithAttributes(attrServer.String(server), attrToolName.String(tool)))
+	defer span.End()
 	asks.waiting.Add(1)
 	start := time.Now()
 	defer func() {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/printable"
@@ -76,6 +77,21 @@ func (s *Session) acquire(ctx context.Context, sb *sandbox) (_ *sandbox, loss st
 	return sb, loss, err
 }
 
+// acquireTraced is acquire, with a "sandbox start" span under the call's
+// span parent when it starts one.
+func (s *Session) acquireTraced(ctx context.Context, sb *sandbox, parent trace.Span) (*sandbox, string, error) {
+	if !parent.IsRecording() || (sb != nil && sb.alive()) {
+		return s.acquire(ctx, sb)
+	}
+	ctx, span := tracer.Start(trace.ContextWithSpan(ctx, parent), "sandbox start", trace.WithAttributes(attrSession.String(s.name)))
+	got, loss, err := s.acquire(ctx, sb)
+	if loss != "" {
+		span.SetAttributes(attrReplaced.String(loss))
+	}
+	endSpan(span, err, "start")
+	return got, loss, err
+}
+
 // start returns a new ready sandbox, the spare first when there is one. A
 // spare that failed is not the session's failure (it may have started at a
 // bad moment, e.g. while a fork bomb's container was torn down under a
@@ -84,6 +100,7 @@ func (s *Session) acquire(ctx context.Context, sb *sandbox) (_ *sandbox, loss st
 func (s *Session) start(ctx context.Context) (*sandbox, error) {
 	if s.spares != nil {
 		if sb := s.spares.takeSpare(ctx); sb != nil {
+			trace.SpanFromContext(ctx).SetAttributes(attrSpare.Bool(true))
 			_, err := sb.waitReady(ctx)
 			if err == nil {
 				return sb, nil
@@ -137,7 +154,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	// The start of a container counts against the start timeout only
 	// (TMO-1): the call's deadline moves by the time the start took.
 	acquired := time.Now()
-	sb, prior, err := s.acquire(ctx, sb)
+	sb, prior, err := s.acquireTraced(ctx, sb, trace.SpanFromContext(req.Ctx))
 	callDeadline := req.Deadline.Add(time.Since(acquired))
 	if prior != "" {
 		loss = prior
@@ -158,7 +175,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	defer sb.closeRestore()
 	call = &activeCall{
 		scope: Scope{Session: s.name, Principal: s.principal, Call: n, Servers: res.Servers, Deadline: callDeadline, ToolCalls: new(atomic.Int64), Refused: new(atomic.Int64),
-			recorder: RecorderFrom(req.Ctx)},
+			recorder: RecorderFrom(req.Ctx), span: trace.SpanFromContext(req.Ctx)},
 		limit: 2*s.cfg.MaxOutput + 1024,
 		media: newMedia(s.cfg.Boot.Limits),
 		asks:  newApprovals(HumanFrom(req.Ctx)),
@@ -166,6 +183,7 @@ func (s *Session) runCall(ctx context.Context, sb *sandbox, req *ExecRequest, n 
 	if call.scope.recorder != nil {
 		call.scope.recorder.Numbered(n)
 	}
+	trace.SpanFromContext(req.Ctx).SetAttributes(attrCall.Int64(n))
 	callCtx, endCall := context.WithCancelCause(sb.life)
 	call.ctx = callCtx
 	defer endCall(errCallEnded)

@@ -198,31 +198,38 @@ func (e *rpcError) supportedModern() string {
 	return mcp.NegotiateMutuallySupportedVersion(modern)
 }
 
-// modernRequest is req as a modern server must get it: params with the
-// revision's _meta merged in (the caller's own _meta keys, such as
-// progressToken, kept), and over HTTP the standard headers. A legacy
-// server's request is returned as it is.
-func (s *serverConn) modernRequest(req transport.JSONRPCRequest) transport.JSONRPCRequest {
+// outgoing is req as its server must get it: the trace context of ctx
+// in params' _meta, for any server; for a modern one, the revision's _meta
+// merged in too and, over HTTP, the standard headers. The caller's own
+// _meta keys, such as progressToken, are kept. Params that are no object
+// cannot carry _meta and go as they are.
+func (s *serverConn) outgoing(ctx context.Context, req transport.JSONRPCRequest) transport.JSONRPCRequest {
 	version := s.protocol()
-	if version == "" {
+	traced := TraceHeaders(ctx)
+	if version == "" && traced == nil {
 		return req
 	}
 	fields := map[string]json.RawMessage{}
 	if req.Params != nil {
 		raw, err := json.Marshal(req.Params)
 		if err != nil || json.Unmarshal(raw, &fields) != nil {
-			return req // params that are no object cannot carry _meta
+			return req
 		}
 	}
 	meta := map[string]any{}
 	if raw, ok := fields["_meta"]; ok {
 		_ = json.Unmarshal(raw, &meta)
 	}
-	caps := s.declared.declared()
-	caps.Extensions = map[string]any{tasksExtension: map[string]any{}}
-	meta[mcp.MetaKeyProtocolVersion] = version
-	meta[mcp.MetaKeyClientCapabilities] = caps
-	meta[mcp.MetaKeyClientInfo] = bridgeInfo
+	for k, v := range traced {
+		meta[k] = v
+	}
+	if version != "" {
+		caps := s.declared.declared()
+		caps.Extensions = map[string]any{tasksExtension: map[string]any{}}
+		meta[mcp.MetaKeyProtocolVersion] = version
+		meta[mcp.MetaKeyClientCapabilities] = caps
+		meta[mcp.MetaKeyClientInfo] = bridgeInfo
+	}
 	encoded, err := json.Marshal(meta)
 	if err != nil {
 		return req
@@ -233,7 +240,7 @@ func (s *serverConn) modernRequest(req transport.JSONRPCRequest) transport.JSONR
 		return req
 	}
 	req.Params = json.RawMessage(params)
-	if s.child == nil { // http and sse: stdio has no headers
+	if version != "" && s.child == nil { // http and sse: stdio has no headers
 		req.Header = s.standardHeaders(version, req.Method, params)
 	}
 	return req

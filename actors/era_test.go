@@ -61,11 +61,11 @@ func TestModernRequest(t *testing.T) {
 		`{"name":"lookup","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}}`)}))
 	req := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("1"), Method: "tools/call",
 		Params: map[string]any{"name": "lookup", "arguments": map[string]any{"region": "eu"}, "_meta": map[string]any{"progressToken": "7"}}}
-	if got := conn.modernRequest(req); got.Header != nil || fmt.Sprint(got.Params) != fmt.Sprint(req.Params) {
+	if got := conn.outgoing(context.Background(), req); got.Header != nil || fmt.Sprint(got.Params) != fmt.Sprint(req.Params) {
 		t.Fatalf("a legacy request was changed: %v %v", got.Params, got.Header)
 	}
 	conn.setProtocol(modernVersion)
-	got := conn.modernRequest(req)
+	got := conn.outgoing(context.Background(), req)
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}

@@ -116,6 +116,7 @@ func (f *Front) callTool(ctx context.Context, req mcp.CallToolRequest) (res *mcp
 	if f.cfg.Run != nil {
 		run = f.cfg.Run
 	}
+	run = tracedRun(f.cfg.Tool.Name, req.Params.Meta, run)
 	if info := modernRequest(ctx); info != nil {
 		return f.callToolModern(ctx, req, raw, info, run), nil
 	}

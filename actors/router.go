@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/alias"
@@ -45,6 +46,9 @@ type Scope struct {
 	// recorder receives the call's requests and approvals for the audit
 	// trail; nil records nothing.
 	recorder CallRecorder
+	// span is the call's run_python span, the parent of its requests'
+	// spans (trace.go); a no-op span when the call is not traced.
+	span trace.Span
 }
 
 // log adds the call's session, call number and principal (under bridge
@@ -339,12 +343,16 @@ func (r *Router) ServeSandbox(ctx context.Context, scope Scope, method string, p
 	if m == nil {
 		return nil, &jsonrpc2.Error{Code: protocol.CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q", method)}
 	}
-	if scope.recorder == nil {
+	ctx, span := innerSpan(ctx, scope.span, method, params)
+	if scope.recorder == nil && !span.IsRecording() {
 		return m(r, ctx, scope, params)
 	}
 	began := time.Now()
 	res, err := m(r, ctx, scope, params)
-	scope.recorder.Inner(method, params, res, err, began, time.Since(began))
+	if scope.recorder != nil {
+		scope.recorder.Inner(method, params, res, err, began, time.Since(began))
+	}
+	endInner(span, res, err)
 	return res, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -21,6 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bridge-mcp/bridge/actors/childproc"
 	"github.com/bridge-mcp/bridge/actors/mcpwire"
@@ -39,6 +42,7 @@ type serverConn struct {
 	child   *childproc.Child      // nil for http/sse
 	proc    *childproc.Process    // child.Proc
 	stderr  *childproc.TailBuffer // child.Stderr
+	host    string                // an http/sse server's host, for spans
 	version string
 	started time.Time
 	// modern is the 2026-07-28 revision the server is spoken to in (a
@@ -166,8 +170,12 @@ func (s *serverConn) nextID() mcp.RequestId {
 }
 
 // requestID is request with the id chosen by the caller.
-func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
-	req := s.modernRequest(transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+// Each request is a CLIENT span (trace.go) whose context goes to the server
+// in _meta and, over HTTP, in the traceparent header.
+func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method string, params any) (_ json.RawMessage, err error) {
+	ctx, span := s.requestSpan(ctx, id, method, params)
+	defer func() { endSpan(span, err, requestErrorType(err)) }()
+	req := s.outgoing(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	resp, err := s.tr.SendRequest(ctx, req)
 	if err != nil {
 		return nil, err
@@ -183,6 +191,51 @@ func (s *serverConn) requestID(ctx context.Context, id mcp.RequestId, method str
 		return nil, e
 	}
 	return resp.Result, nil
+}
+
+// requestSpan begins the CLIENT span of a request to the server, named
+// "{method} {tool}" for a tool call and "{method}" otherwise.
+func (s *serverConn) requestSpan(ctx context.Context, id mcp.RequestId, method string, params any) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		// No call's span to hang it under (a listen stream, a start's
+		// tools/list, or tracing is off): the context goes on as it is.
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	name := method
+	attrs := []attribute.KeyValue{attrMCPMethod.String(method), attrRequestID.String(fmt.Sprint(id.Value())), attrServer.String(s.name)}
+	if method == string(mcp.MethodToolsCall) {
+		if p, ok := params.(map[string]any); ok {
+			if tool, ok := p["name"].(string); ok {
+				name += " " + tool
+				attrs = append(attrs, attrToolName.String(tool), attrGenAIOp.String("execute_tool"))
+			}
+		}
+	}
+	if v := s.protocol(); v != "" {
+		attrs = append(attrs, attrMCPProtocol.String(v))
+	}
+	if s.child != nil {
+		attrs = append(attrs, attrNetTransport.String("pipe"))
+	} else {
+		attrs = append(attrs, attrNetTransport.String("tcp"))
+		if s.host != "" {
+			attrs = append(attrs, attrServerAddress.String(s.host))
+		}
+	}
+	return tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// requestErrorType is a request error's error.type: the JSON-RPC error
+// code of a server's error reply, else the transport's failure.
+func requestErrorType(err error) string {
+	var e *rpcError
+	if errors.As(err, &e) {
+		return fmt.Sprint(e.code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	return "transport"
 }
 
 // rpcError is a JSON-RPC error reply from a server (as opposed to a
@@ -617,8 +670,12 @@ func (c *Client) spawn(conn *serverConn) error {
 // headers (CFG-3); a lost connection counts as a crash.
 func (c *Client) dialHTTP(ctx context.Context, conn *serverConn) error {
 	var err error
-	sseOpts := []transport.ClientOption{client.WithHeaders(c.spec.Headers)}
-	httpOpts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(c.spec.Headers)}
+	// Each request's trace context goes in its headers too (trace.go).
+	sseOpts := []transport.ClientOption{client.WithHeaders(c.spec.Headers), transport.WithHeaderFunc(TraceHeaders)}
+	httpOpts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(c.spec.Headers), transport.WithHTTPHeaderFunc(TraceHeaders)}
+	if u, err := url.Parse(c.spec.URL); err == nil {
+		conn.host = u.Hostname()
+	}
 	// Every response body meets the stdio transport's rules before mcp-go
 	// reads it (mcpwire.HTTPFilter), over the sign-in's transport if any.
 	hc := &http.Client{Transport: mcpwire.HTTPFilter(c.spec.Transport, c.spec.Name, c.deps.MaxFrame)}

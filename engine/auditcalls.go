@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/audit"
-	"github.com/bridge-mcp/bridge/engine/httpd"
 	"github.com/bridge-mcp/bridge/engine/snapshot"
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -27,7 +25,6 @@ type auditTrail struct {
 	serving  bool
 	log      *audit.Log
 	codeHash bool // MCP_BRIDGE_AUDIT_CODE=hash: the code's digest only
-	tokens   atomic.Pointer[httpd.Reloaded[httpd.TokenSet]]
 	red      *audit.Redactor
 	errs     zerolog.Logger
 }
@@ -47,7 +44,7 @@ func auditOn(env Env) bool {
 // openAudit opens the audit trail of env, or returns nil when it is off.
 // Under bridge serve each record is synced before the call's result is
 // returned; bridge run leaves write-back to the kernel (docs/DECISIONS.md).
-func openAudit(env Env, log zerolog.Logger) (*auditTrail, error) {
+func openAudit(env Env, log zerolog.Logger, red *audit.Redactor) (*auditTrail, error) {
 	if !auditOn(env) {
 		return nil, nil
 	}
@@ -63,19 +60,8 @@ func openAudit(env Env, log zerolog.Logger) (*auditTrail, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &auditTrail{dir: dir, serving: env.Serving, log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger()}
-	a.red = audit.NewRedactor(a.isToken)
+	a := &auditTrail{dir: dir, serving: env.Serving, log: l, codeHash: env.AuditCode == "hash", errs: log.With().Str("actor", "audit").Logger(), red: red}
 	return a, nil
-}
-
-// isToken reports whether w is one of bridge serve's bearer tokens.
-func (a *auditTrail) isToken(w string) bool {
-	t := a.tokens.Load()
-	if t == nil {
-		return false
-	}
-	_, ok := t.Get().Lookup(w)
-	return ok
 }
 
 // history is Router.History: the principal's last n calls, each as a

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +18,10 @@ import (
 	"github.com/thejerf/suture/v4"
 
 	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/engine/audit"
 	"github.com/bridge-mcp/bridge/engine/config"
 	"github.com/bridge-mcp/bridge/engine/container"
+	"github.com/bridge-mcp/bridge/engine/httpd"
 	"github.com/bridge-mcp/bridge/engine/kube"
 	"github.com/bridge-mcp/bridge/engine/local"
 	"github.com/bridge-mcp/bridge/engine/oauth"
@@ -54,6 +57,13 @@ type Engine struct {
 	// opened: auditErr says why).
 	audit    *auditTrail
 	auditErr error
+	// tokens are bridge serve's bearer tokens (nil before ServeHTTP
+	// loads them); red redacts them, and secret-looking values, from
+	// what the audit trail and the traces keep.
+	tokens atomic.Pointer[httpd.Reloaded[httpd.TokenSet]]
+	red    *audit.Redactor
+	// traces exports spans; nil when they are off.
+	traces   *traces
 	store    *catalogStore
 	children *childRegistry
 	events   chan suture.Event
@@ -165,13 +175,28 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		MaxTimeout:     env.MaxTimeout,
 		MaxCodeBytes:   env.MaxFrameBytes,
 	}
-	if e.audit, e.auditErr = openAudit(env, log); e.auditErr != nil {
+	e.red = audit.NewRedactor(e.isToken)
+	var err error
+	if e.traces, err = startTraces(env, version, e.red, log); err != nil {
+		log.Error().Err(err).Msg("traces off")
+	}
+	if e.audit, e.auditErr = openAudit(env, log, e.red); e.auditErr != nil {
 		log.Error().Err(e.auditErr).Msg("audit trail off")
 	} else if e.audit != nil {
 		e.dispatcher.Audit = e.audit.begin
 		e.router.History = e.audit.history
 	}
 	return e
+}
+
+// isToken reports whether w is one of bridge serve's bearer tokens.
+func (e *Engine) isToken(w string) bool {
+	t := e.tokens.Load()
+	if t == nil {
+		return false
+	}
+	_, ok := t.Get().Lookup(w)
+	return ok
 }
 
 // clientDeps is a fresh set of the dependencies client actors share; the
@@ -384,6 +409,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	e.Log.Info().Str("version", e.Version).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).
 		Str("configDir", e.Env.ConfigDir).Msg("bridge starting")
 	err := e.root(front).Serve(ctx)
+	e.traces.shutdown()
 	if errors.Is(err, suture.ErrTerminateSupervisorTree) {
 		return ErrFrontFailed
 	}
@@ -407,11 +433,18 @@ func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Re
 			e.Log.Error().Err(err).Msg("actors stopped")
 		}
 	}()
-	res := e.dispatcher.RunArgs(ctx, args, queued)
+	sctx, span := actors.RunSpan(ctx, ToolName, nil)
+	res := e.dispatcher.RunArgs(sctx, args, queued)
+	var raw json.RawMessage // the arguments, for MCP_BRIDGE_TRACE_VALUES
+	if span.IsRecording() {
+		raw, _ = json.Marshal(map[string]any{"code": args.Code, "servers": args.Servers, "timeout": args.Timeout, "session": args.Session})
+	}
+	actors.EndRunSpan(sctx, span, raw, res)
 	res.Notes = append(res.Notes, args.Notes...)
 	emit(res)
 	cancel()
 	wg.Wait()
+	e.traces.shutdown()
 }
 
 // Validate checks raw run_python arguments as the front does.

@@ -111,6 +111,16 @@ type Env struct {
 	AuditCode      string
 	AuditMaxFile   int64
 	AuditRetention time.Duration
+	// Traces is whether spans are exported over OTLP/HTTP, from the
+	// OTEL_* variables the SDK itself does not read (readTraces); the
+	// exporter reads its endpoint, headers and timeout itself.
+	// TraceValues is MCP_BRIDGE_TRACE_VALUES: code, arguments and results
+	// go into span attributes, redacted.
+	Traces      bool
+	TraceValues bool
+	// TraceProtocol is the OTLP protocol of the export: http/protobuf
+	// (the default) or grpc.
+	TraceProtocol string
 	// Serving is set by bridge serve (no variable): the working
 	// directory's project config files are not the callers', so they are
 	// not read.
@@ -138,6 +148,15 @@ var EnvVars = []string{
 	"MCP_BRIDGE_SESSION_DURABILITY", "MCP_BRIDGE_SNAPSHOT_MAX", "MCP_BRIDGE_SNAPSHOT_TOTAL", "MCP_BRIDGE_SNAPSHOT_RETENTION",
 	"MCP_BRIDGE_KEY_FILE",
 	"MCP_BRIDGE_AUDIT", "MCP_BRIDGE_AUDIT_CODE", "MCP_BRIDGE_AUDIT_MAX_FILE_BYTES", "MCP_BRIDGE_AUDIT_RETENTION",
+	"MCP_BRIDGE_TRACE_VALUES",
+}
+
+// TraceVars are the OpenTelemetry variables the bridge itself reads to
+// decide whether spans are exported, and how (README "Traces"); the SDK
+// reads the rest of OTEL_*.
+var TraceVars = []string{
+	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 }
 
 var (
@@ -318,6 +337,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	}
 	r.readDurability(&e)
 	r.readAudit(&e)
+	r.readTraces(&e)
 	r.readKube(&e)
 	if r.err == nil && e.Runtime == "local" && !e.UnsafeLocal {
 		r.err = envError("MCP_BRIDGE_RUNTIME", e.Runtime, "a container CLI; 'local' needs MCP_BRIDGE_UNSAFE_LOCAL=1 (tests only, no isolation)")
@@ -400,6 +420,45 @@ func (r *envReader) readAudit(e *Env) {
 	e.AuditCode = r.choice("MCP_BRIDGE_AUDIT_CODE", "full", "full or hash", "full", "hash")
 	e.AuditMaxFile = r.size("MCP_BRIDGE_AUDIT_MAX_FILE_BYTES", 64<<20, 64<<10)
 	e.AuditRetention = r.retention("MCP_BRIDGE_AUDIT_RETENTION", 90*24*time.Hour, "a duration like 90d or 720h (0 keeps every file)")
+}
+
+// readTraces reads whether spans are exported, as the OpenTelemetry
+// environment specification has it: OTEL_TRACES_EXPORTER=otlp, or an OTLP
+// endpoint, turns traces on; OTEL_TRACES_EXPORTER=none or
+// OTEL_SDK_DISABLED=true turns them off. OTLP over HTTP with protobuf, and
+// over gRPC, are built in (docs/DECISIONS.md): another exporter or protocol
+// is refused here, in one line, rather than silently sending nothing.
+func (r *envReader) readTraces(e *Env) {
+	e.TraceValues = r.boolean("MCP_BRIDGE_TRACE_VALUES")
+	if strings.EqualFold(r.str("OTEL_SDK_DISABLED"), "true") {
+		return
+	}
+	on := r.str("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || r.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	if s := strings.ToLower(r.str("OTEL_TRACES_EXPORTER")); s != "" {
+		on = false
+		for _, x := range strings.Split(s, ",") {
+			switch strings.TrimSpace(x) {
+			case "otlp":
+				on = true
+			case "none":
+				return
+			default:
+				r.fail("OTEL_TRACES_EXPORTER", "otlp or none (the bridge exports OTLP only)")
+				return
+			}
+		}
+	}
+	if !on {
+		return
+	}
+	e.TraceProtocol = "http/protobuf"
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if s := strings.ToLower(r.str(name)); s != "" {
+			e.TraceProtocol = r.choice(name, "", "http/protobuf or grpc (http/json is not built in)", "http/protobuf", "grpc")
+			break // the traces-specific variable wins
+		}
+	}
+	e.Traces = true
 }
 
 // retention reads a retention period (parseRetention); def when unset.

@@ -380,6 +380,7 @@ func TestLoadEnvEveryVarRejectsSomething(t *testing.T) {
 		"MCP_BRIDGE_SESSION_DURABILITY": "always", "MCP_BRIDGE_SNAPSHOT_MAX": "1k", "MCP_BRIDGE_SNAPSHOT_TOTAL": "x",
 		"MCP_BRIDGE_SNAPSHOT_RETENTION": "forever", "MCP_BRIDGE_KEY_FILE": "relative/key",
 		"MCP_BRIDGE_AUDIT": "maybe", "MCP_BRIDGE_AUDIT_CODE": "none", "MCP_BRIDGE_AUDIT_MAX_FILE_BYTES": "1k", "MCP_BRIDGE_AUDIT_RETENTION": "forever",
+		"MCP_BRIDGE_TRACE_VALUES":  "maybe",
 		"MCP_BRIDGE_K8S_NAMESPACE": "Sandboxes", "MCP_BRIDGE_K8S_PULL_POLICY": "sometimes", "MCP_BRIDGE_K8S_WARM_POOL": "17",
 		"MCP_BRIDGE_K8S_RUNTIME_CLASS": "g_visor", "MCP_BRIDGE_K8S_NODE_NAME": "node 1", "MCP_BRIDGE_K8S_SECCOMP_PROFILE": "/abs/profile.json",
 	}
@@ -485,5 +486,50 @@ func TestReadmeEnvTable(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("README env table = %v\nvariables read = %v", got, want)
+	}
+}
+
+// TestReadTraces: when the OTEL_* variables turn traces on, and which
+// exporters and protocols are refused in one line.
+func TestReadTraces(t *testing.T) {
+	ep := "http://127.0.0.1:4318"
+	cases := []struct {
+		name    string
+		env     map[string]string
+		want    bool
+		wantErr string
+	}{
+		{"nothing set", nil, false, ""},
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep}, true, ""},
+		{"traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": ep + "/v1/traces"}, true, ""},
+		{"exporter otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
+		{"exporter none wins", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": ep}, false, ""},
+		{"sdk disabled", map[string]string{"OTEL_SDK_DISABLED": "TRUE", "OTEL_TRACES_EXPORTER": "otlp"}, false, ""},
+		{"sdk disabled only when true", map[string]string{"OTEL_SDK_DISABLED": "yes", "OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
+		{"http/protobuf", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, true, ""},
+		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, true, ""},
+		{"http/json refused", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, false,
+			`invalid OTEL_EXPORTER_OTLP_PROTOCOL="http/json": want http/protobuf or grpc`},
+		{"traces protocol wins", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, true, ""},
+		{"a protocol with traces off is not read", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, false, ""},
+		{"zipkin refused", map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, false, `invalid OTEL_TRACES_EXPORTER="zipkin": want otlp or none`},
+		{"list with otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp, none"}, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env, err := LoadEnv(envOf(c.env), testHome)
+			if c.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), c.wantErr) {
+					t.Fatalf("LoadEnv = %v, want an error starting %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := env.Traces; got != c.want {
+				t.Errorf("Traces = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

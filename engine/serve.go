@@ -120,6 +120,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	if err := CheckListen(opts, e.Env.TokensFile); err != nil {
 		return err
 	}
+	defer e.traces.shutdown() // last: after the drain and the actors' stop
 	hlog := e.Log.With().Str("actor", "http").Logger()
 	var tokens *httpd.Reloaded[httpd.TokenSet]
 	if e.Env.TokensFile != "" {
@@ -127,9 +128,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		if tokens, err = loadTokens(e.Env.TokensFile, hlog); err != nil {
 			return err
 		}
-		if e.audit != nil {
-			e.audit.tokens.Store(tokens) // redacted wherever a record would hold one
-		}
+		e.tokens.Store(tokens) // redacted wherever a record or span would hold one
 	}
 	for _, p := range unknownMetricsPrincipals(opts.MetricsPrincipals, tokens) {
 		hlog.Warn().Str("principal", p).Msg("--metrics-principal names a principal the tokens file does not list: /metrics refuses it until the file does")

@@ -499,6 +499,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_AUDIT_CODE":                 {"none"},
 	"MCP_BRIDGE_AUDIT_MAX_FILE_BYTES":       {"1k", "x"},
 	"MCP_BRIDGE_AUDIT_RETENTION":            {"forever", "-1d"},
+	"MCP_BRIDGE_TRACE_VALUES":               {"maybe"},
 
 	"MCP_BRIDGE_K8S_NAMESPACE":       {"Sandboxes", "-x", "a_b"},
 	"MCP_BRIDGE_K8S_PULL_POLICY":     {"sometimes", "-x"},

@@ -350,17 +350,7 @@ func TestHTTPServers(t *testing.T) {
 	requirePodman(t)
 	urls := map[string]string{}
 	for _, tr := range []string{"http", "sse"} {
-		cmd := exec.Command(fakeHTTPBin, "--transport", tr, "--addr", "127.0.0.1:0")
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatalf("%s server: %v", tr, err)
-		}
-		urls[tr] = strings.TrimSpace(line)
+		urls[tr] = startFakeHTTP(t, "--transport", tr)
 	}
 	b := startBridge(t, withServers(t, map[string]any{
 		"web":    map[string]any{"type": "streamable-http", "url": urls["http"], "headers": map[string]string{"X-Test": "1"}},
@@ -372,6 +362,23 @@ func TestHTTPServers(t *testing.T) {
 	if got := b.mustOK("runtime.describe_server('stream')['transport']"); got != "'sse'" {
 		t.Errorf("transport: %s", got)
 	}
+}
+
+// startFakeHTTP starts tests/fakehttp with args on a free port until the
+// test ends and returns the URL it serves.
+func startFakeHTTP(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(fakeHTTPBin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("fakehttp %v: %v", args, err)
+	}
+	return strings.TrimSpace(line)
 }
 
 // TestLargeCatalog checks CTR-3: a server with 2,000 tools (over 1 MiB of

@@ -49,7 +49,7 @@ func (m *Main) benchCmd(ctx context.Context, args []string) int {
 	bridgeBin := fs.String("bridge", "", "bridge `BINARY` to measure, e.g. an older build for a before/after comparison in one run (default: this one)")
 	previous := fs.String("previous", "", "measure the warm calls and the everything server's first call of bridge `BINARY` too (latency group), in turns with this build's: before/after figures from one run")
 	httpServe := fs.Bool("http", false, "measure bridge serve instead: 1, 10 and 50 concurrent HTTP clients, RSS per session and fairness (with --groups, those groups too)")
-	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes, durable and audit only when named: the first needs a cluster, KUBECONFIG, the second writes 200 MB snapshots, the third runs two bridges side by side)")
+	groups := fs.String("groups", "", "comma-separated figure `GROUPS` to measure: "+strings.Join(bench.GroupNames, ", ")+" (default: all; kubernetes, durable, audit and traces only when named: the first needs a cluster, KUBECONFIG, the second writes 200 MB snapshots, the others run bridges side by side)")
 	if _, code, ok := m.parse("bench", fs, args, 0); !ok {
 		return code
 	}

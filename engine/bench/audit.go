@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 )
@@ -15,31 +14,12 @@ import (
 // target. The calls alternate between the two bridges in blocks, so both
 // see the same machine over the same seconds.
 func auditFigures(ctx context.Context, o Options, r *Report) error {
-	if !slices.Contains(o.Groups, "audit") {
-		r.skip("audit", "the audit trail's cost per call", "two bridges side by side: run with --groups audit")
-		fmt.Fprintln(o.Log, "bench: audit: skipped (--groups audit)")
-		return nil
+	hs, stop, err := serveSideBySide(ctx, o, [][]string{{"MCP_BRIDGE_AUDIT=off"}, {"MCP_BRIDGE_AUDIT=on"}})
+	defer stop()
+	if err != nil {
+		return err
 	}
-	servers := map[string]any{"bench": benchServer(o, 10, false)}
-	var hs [2]*httpProc
-	for i, mode := range []string{"off", "on"} {
-		s, err := startServeWith(ctx, o, servers, []string{"a"}, "MCP_BRIDGE_AUDIT="+mode)
-		if err != nil {
-			return err
-		}
-		defer s.stop()
-		if hs[i], err = s.client(ctx, "a"); err != nil {
-			return err
-		}
-		defer hs[i].c.Close()
-		if err := hs[i].runWith(ctx, `await mcp_bench.echo("x")`, "bench"); err != nil {
-			return err
-		}
-	}
-	n := max(o.Samples, 50)
-	if o.Quick {
-		n = 50
-	}
+	n := sideBySideSamples(o)
 	for _, c := range []struct{ id, name, code string }{
 		{"audit.serve.print", "bridge serve, warm print(1) with the audit trail on, p50", "print(1)"},
 		{"audit.serve.echo", "bridge serve, a call with one proxied echo, audit trail on, p50", `await mcp_bench.echo("x")`},
@@ -91,4 +71,43 @@ func alternate(k, n int, f func(i int) error) ([][]time.Duration, error) {
 		}
 	}
 	return out, nil
+}
+
+// serveSideBySide starts one bridge serve per entry of envs (its extra
+// variables), each with the bench server, and returns a warm client of
+// principal "a" for each; stop ends them all, also after an error.
+func serveSideBySide(ctx context.Context, o Options, envs [][]string) (_ []*httpProc, stop func(), _ error) {
+	servers := map[string]any{"bench": benchServer(o, 10, false)}
+	var stops []func()
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	hs := make([]*httpProc, len(envs))
+	for i, env := range envs {
+		s, err := startServeWith(ctx, o, servers, []string{"a"}, env...)
+		if err != nil {
+			return nil, stop, err
+		}
+		stops = append(stops, s.stop)
+		if hs[i], err = s.client(ctx, "a"); err != nil {
+			return nil, stop, err
+		}
+		stops = append(stops, func() { hs[i].c.Close() })
+		if err := hs[i].runWith(ctx, `await mcp_bench.echo("x")`, "bench"); err != nil {
+			return nil, stop, err
+		}
+	}
+	return hs, stop, nil
+}
+
+// sideBySideSamples is how many calls each of the bridges side by side
+// gets: the run's samples, and 50 at least (quick runs too), since their
+// differences are small.
+func sideBySideSamples(o Options) int {
+	if o.Quick {
+		return 50
+	}
+	return max(o.Samples, 50)
 }

@@ -66,7 +66,7 @@ type Options struct {
 }
 
 // GroupNames are the figure groups in the order a run measures them.
-var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes", "durable", "audit"}
+var GroupNames = []string{"tokens", "latency", "proxy", "memory", "scaling", "approve", "kubernetes", "durable", "audit", "traces"}
 
 // Ratio kinds: how Figure.Ratio is computed.
 const (
@@ -134,20 +134,29 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	groups := []struct {
 		name string
 		run  func(context.Context, Options, *Report) error
+		// named, when set, runs the group only when --groups names it:
+		// the skip's id, what it measures and why it waits to be named.
+		named *Skipped
 	}{
-		{"tokens", tokenFigures},
-		{"latency", latencyFigures},
-		{"proxy", proxyFigures},
-		{"memory", memoryFigures},
-		{"scaling", scalingFigures},
-		{"http", httpFigures},
-		{"approve", approveFigures},
-		{"kubernetes", kubeFigures}, // only when --groups names it (kube.go)
-		{"durable", durableFigures}, // only when --groups names it (durable.go)
-		{"audit", auditFigures},     // only when --groups names it (audit.go)
+		{"tokens", tokenFigures, nil},
+		{"latency", latencyFigures, nil},
+		{"proxy", proxyFigures, nil},
+		{"memory", memoryFigures, nil},
+		{"scaling", scalingFigures, nil},
+		{"http", httpFigures, nil},
+		{"approve", approveFigures, nil},
+		{"kubernetes", kubeFigures, &Skipped{ID: "kube", Name: "Kubernetes figures", Reason: "needs a cluster"}},
+		{"durable", durableFigures, &Skipped{ID: "durable", Name: "durable session figures", Reason: "writes 200 MB snapshots"}},
+		{"audit", auditFigures, &Skipped{ID: "audit", Name: "the audit trail's cost per call", Reason: "two bridges side by side"}},
+		{"traces", traceFigures, &Skipped{ID: "traces", Name: "the cost of exporting traces per call", Reason: "four bridges side by side"}},
 	}
 	for _, g := range groups {
 		if g.name == "http" && !o.HTTP || g.name != "http" && (o.HTTP && len(o.Groups) == 0 || len(o.Groups) > 0 && !slices.Contains(o.Groups, g.name)) {
+			continue
+		}
+		if g.named != nil && !slices.Contains(o.Groups, g.name) {
+			r.skip(g.named.ID, g.named.Name, g.named.Reason+": run with --groups "+g.name)
+			fmt.Fprintf(o.Log, "bench: %s: skipped (%s: --groups %s)\n", g.name, g.named.Reason, g.name)
 			continue
 		}
 		t := time.Now()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +20,6 @@ import (
 // few hundred MB to the state directory, so it runs only when --groups
 // names it.
 func durableFigures(ctx context.Context, o Options, r *Report) error {
-	if !slices.Contains(o.Groups, "durable") {
-		r.skip("durable", "durable session figures", "writes 200 MB snapshots: run with --groups durable")
-		fmt.Fprintln(o.Log, "bench: durable: skipped (--groups durable)")
-		return nil
-	}
 	on, stopOn, err := startBridge(ctx, o, nil)
 	if err != nil {
 		return err

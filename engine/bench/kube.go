@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 )
 
@@ -19,11 +18,6 @@ import (
 // cluster (KUBECONFIG, and MCP_BRIDGE_K8S_NODE_NAME on one without a
 // scheduler, in the environment), so it runs only when --groups names it.
 func kubeFigures(ctx context.Context, o Options, r *Report) error {
-	if !slices.Contains(o.Groups, "kubernetes") {
-		r.skip("kube", "Kubernetes figures", "needs a cluster: run with --groups kubernetes")
-		fmt.Fprintln(o.Log, "bench: kubernetes: skipped (needs a cluster: --groups kubernetes)")
-		return nil
-	}
 	local, stopLocal, err := startBridge(ctx, o, nil)
 	if err != nil {
 		return err

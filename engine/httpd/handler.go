@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/bridge-mcp/bridge/actors"
 )
@@ -77,7 +78,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-authorization-server", notFound)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
 	mux.Handle("/metrics", cfg.auth(cfg.metricsAuth(cfg.Metrics.Handler())))
-	mux.Handle("/mcp", cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(cfg.MCP)))))
+	mux.Handle("/mcp", cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(traceParent(cfg.MCP))))))
 	return cfg.count(cfg.deadline(cfg.guard(mux)))
 }
 
@@ -322,4 +323,17 @@ func (s *statusWriter) code() int {
 		return http.StatusOK
 	}
 	return s.status
+}
+
+// traceParent puts the W3C trace context of the request's traceparent and
+// tracestate headers in its context, the parent of a run_python call's
+// span unless the call's own _meta names another.
+func traceParent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))))
+	})
 }

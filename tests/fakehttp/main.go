@@ -1,6 +1,7 @@
 // Command fakehttp is an MCP server over HTTP, built with mcp-go, for the
 // bridge's end-to-end tests of remote servers. It serves the tools echo,
-// add and sleep (same behaviour as tests/fakeserver) over streamable HTTP
+// add and sleep (same behaviour as tests/fakeserver; with --trace-tool,
+// trace too) over streamable HTTP
 // (--transport http, the default) or the legacy SSE transport (--transport
 // sse), listens on --addr (default 127.0.0.1:0, a free port) and prints the
 // URL to connect to as the first line on stdout:
@@ -38,6 +39,7 @@ func run(args []string) int {
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	name := fs.String("name", "fake-http", "server name reported in serverInfo")
 	structured := fs.Bool("structured", false, "echo also returns structuredContent {\"text\": ...}")
+	traceTool := fs.Bool("trace-tool", false, "add the tool trace(), which returns the traceparent of its request's _meta and header")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,6 +59,9 @@ func run(args []string) int {
 	base := "http://" + ln.Addr().String()
 
 	s := newServer(*name, *structured)
+	if *traceTool {
+		s.AddTool(faketools.Tool("trace", "Return the traceparent of this request's _meta and HTTP header.", faketools.TraceSchema), faketools.Trace)
+	}
 	var (
 		handler  http.Handler
 		url      string
@@ -64,12 +69,12 @@ func run(args []string) int {
 	)
 	switch *transport {
 	case "http":
-		h := server.NewStreamableHTTPServer(s)
+		h := server.NewStreamableHTTPServer(s, server.WithHTTPContextFunc(faketools.WithTraceHeader))
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", h)
 		handler, url, shutdown = mux, base+"/mcp", h.Shutdown
 	case "sse":
-		h := server.NewSSEServer(s, server.WithBaseURL(base))
+		h := server.NewSSEServer(s, server.WithBaseURL(base), server.WithSSEContextFunc(faketools.WithTraceHeader))
 		endpoint, err := h.CompleteSseEndpoint()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "fakehttp: %v\n", err)

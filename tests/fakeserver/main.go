@@ -31,7 +31,8 @@
 // --big-line-bytes, --ignore-sigterm, --ignore-eof (hang-init), --extra-tools
 // a,b (tools by those exact names, "/" and "." allowed, answering "called a"),
 // --cancel-log PATH (records each notifications/cancelled and tasks/cancel
-// received).
+// received), --trace-tool (adds trace(): the traceparent its request's
+// _meta carried).
 package main
 
 import (
@@ -79,6 +80,7 @@ type options struct {
 	extraTools    string
 	ask           bool
 	cancelLog     string
+	traceTool     bool
 }
 
 func main() {
@@ -101,6 +103,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
 	fs.BoolVar(&o.ask, "ask", false, "serve ask: it asks the client's user for a name (elicitation/create), whatever the client declared")
+	fs.BoolVar(&o.traceTool, "trace-tool", false, "add the tool trace(), which returns the traceparent of its request's _meta")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
 	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled and tasks/cancel received to this file, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
@@ -310,6 +313,9 @@ func newServer(o options) *server.MCPServer {
 	registerTaskTools(s) // tasks.go
 	if o.ask {
 		s.AddTool(tool("ask", "Ask the client's user for a name (elicitation/create, whatever the client declared).", emptySchema), askTool)
+	}
+	if o.traceTool {
+		s.AddTool(tool("trace", "Return the traceparent of this request's _meta.", faketools.TraceSchema), faketools.Trace)
 	}
 	for _, name := range strings.Split(o.extraTools, ",") {
 		if name != "" {

@@ -1,11 +1,13 @@
 // Package faketools holds the tools the fake stdio and HTTP/SSE test
-// servers share: echo, add and sleep, with fixed schemas.
+// servers share: echo, add and sleep, with fixed schemas, and trace (behind
+// a flag, so catalogs keep their counts).
 package faketools
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -92,4 +94,27 @@ func Sleep(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, e
 		fmt.Fprintf(os.Stderr, "sleep cancelled after %s\n", time.Since(start).Round(time.Millisecond))
 		return nil, ctx.Err()
 	}
+}
+
+// TraceSchema is trace's: no arguments.
+const TraceSchema = `{"type":"object","properties":{}}`
+
+type traceHeaderKey struct{}
+
+// WithTraceHeader is an HTTP server's context func that keeps the
+// request's traceparent header for Trace.
+func WithTraceHeader(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, traceHeaderKey{}, r.Header.Get("traceparent"))
+}
+
+// Trace returns the trace context the request carried, as text
+// "meta=TRACEPARENT header=TRACEPARENT" (each "" when absent): the
+// traceparent of its _meta, and over HTTP that of its header.
+func Trace(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	meta := ""
+	if m := req.Params.Meta; m != nil {
+		meta, _ = m.AdditionalFields["traceparent"].(string)
+	}
+	header, _ := ctx.Value(traceHeaderKey{}).(string)
+	return mcp.NewToolResultText(fmt.Sprintf("meta=%s header=%s", meta, header)), nil
 }
