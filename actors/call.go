@@ -86,7 +86,7 @@ func (s *Session) acquireTraced(ctx context.Context, sb *sandbox, parent trace.S
 	ctx, span := tracer.Start(trace.ContextWithSpan(ctx, parent), "sandbox start", trace.WithAttributes(attrSession.String(s.name)))
 	got, loss, err := s.acquire(ctx, sb)
 	if loss != "" {
-		span.SetAttributes(attrReplaced.String(loss))
+		span.SetAttributes(attrReplaced.String(strings.ToValidUTF8(loss, "\uFFFD"))) // OTLP refuses other strings
 	}
 	endSpan(span, err, "start")
 	return got, loss, err

@@ -8,13 +8,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/sourcegraph/jsonrpc2"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/result"
@@ -68,6 +67,10 @@ const (
 	attrSpare         = attribute.Key("bridge.sandbox.spare")
 	attrReplaced      = attribute.Key("bridge.sandbox.replaced")
 )
+
+// maxSpanName bounds a server or tool name the sandbox sent, in a span's
+// name and attributes.
+const maxSpanName = 128
 
 // traceValues, when set, is how a value (code, arguments, a result) goes
 // into a span attribute: redacted and clipped by the engine. nil, the
@@ -204,6 +207,8 @@ func innerSpan(ctx context.Context, parent trace.Span, method string, params jso
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	_ = json.Unmarshal(params, &p)
+	// The sandbox names them: bounded, as any text of the code's is.
+	p.Server, p.Tool = clip(p.Server, maxSpanName), clip(p.Tool, maxSpanName)
 	ctx, span := tracer.Start(ctx, "execute_tool "+p.Tool, trace.WithAttributes(attrMethod.String(method),
 		attrGenAIOp.String("execute_tool"), attrToolName.String(p.Tool), attrServer.String(p.Server)))
 	traceValue(span, attrToolArgs, string(p.Arguments))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -63,7 +64,10 @@ func startTraces(env Env, version string, red *audit.Redactor, log zerolog.Logge
 			if len(s) > maxTraceValue {
 				s = s[:maxTraceValue] + "…"
 			}
-			return s
+			// OTLP's protobuf refuses a string that is not UTF-8, and with
+			// it the whole batch: the clip may have cut a character, and an
+			// error message may carry any bytes.
+			return strings.ToValidUTF8(s, "\uFFFD")
 		})
 	} else {
 		actors.SetTraceValues(nil)
