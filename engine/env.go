@@ -507,15 +507,23 @@ func parseRetention(s string) (time.Duration, bool) {
 	if s == "0" {
 		return 0, true
 	}
+	d, ok := ParseAge(s)
+	return d, ok && d >= time.Minute
+}
+
+// ParseAge reads an age written as whole days (90d, at most 100 years) or
+// a Go duration (36h, 90m), not negative: the retention variables and
+// bridge audit show --since.
+func ParseAge(s string) (time.Duration, bool) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n < 1 || n > 36500 {
+		if err != nil || n < 0 || n > 36500 || strconv.Itoa(n) != days {
 			return 0, false
 		}
 		return time.Duration(n) * 24 * time.Hour, true
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < time.Minute {
+	if err != nil || d < 0 {
 		return 0, false
 	}
 	return d, true

@@ -533,3 +533,31 @@ func TestReadTraces(t *testing.T) {
 		})
 	}
 }
+
+// TestParseAge: days or a Go duration, never negative, never a partial
+// number.
+func TestParseAge(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"90d", 90 * 24 * time.Hour, true},
+		{"0d", 0, true},
+		{"36h", 36 * time.Hour, true},
+		{"90m", 90 * time.Minute, true},
+		{"-1d", 0, false},
+		{"-5m", 0, false},
+		{"+5d", 0, false},
+		{"05d", 0, false},
+		{"36501d", 0, false},
+		{"forever", 0, false},
+		{"", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := ParseAge(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}

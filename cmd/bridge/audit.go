@@ -147,15 +147,6 @@ func parseSince(s string, now time.Time) (time.Time, bool) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, true
 	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		if _, err := fmt.Sscanf(d, "%d", &n); err == nil && n >= 0 && fmt.Sprint(n) == d {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), true
-		}
-		return time.Time{}, false
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), true
-	}
-	return time.Time{}, false
+	d, ok := engine.ParseAge(s)
+	return now.Add(-d), ok
 }
