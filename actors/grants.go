@@ -119,3 +119,12 @@ func isStaleServers(err error) bool {
 	var e *jsonrpc2.Error
 	return errors.As(err, &e) && e.Code == protocol.CodeStaleServers
 }
+
+// GrantEntry is the sandbox's entry for server spec with tools, as a live
+// call's grant builds it, for a caller that starts no server (bridge
+// replay, from the disk's catalog).
+func GrantEntry(spec ServerSpec, tools []ToolInfo) protocol.Server {
+	ps := newCatalogServer(spec, nil, tools, true).protocolServer()
+	ps.Digest = digest(ps)
+	return ps
+}

@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/audit"
@@ -116,7 +118,7 @@ func (a *auditTrail) begin(ctx context.Context, args actors.Args) (context.Conte
 	}
 	c := &callAudit{trail: a, began: time.Now()}
 	c.rec = audit.Record{Kind: audit.KindCall, Principal: actors.PrincipalFrom(ctx), Client: actors.ClientName(ctx),
-		Session: args.Session, CodeSHA: audit.Digest(args.Code), Servers: args.Servers}
+		Session: args.Session, CodeSHA: audit.Digest(args.Code), Servers: args.Servers, Timeout: args.Timeout}
 	if !a.codeHash {
 		code := a.red.String(args.Code)
 		if len(code) > audit.MaxValueBytes {
@@ -156,20 +158,19 @@ func (c *callAudit) Inner(method string, params json.RawMessage, res any, err er
 	}
 	red := c.trail.red
 	in := audit.Inner{Method: method, Outcome: "ok", Ms: d.Milliseconds()}
-	args := params
-	if method == protocol.MethodCallTool {
-		var p struct {
-			Server    string          `json:"server"`
-			Tool      string          `json:"tool"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if json.Unmarshal(params, &p) == nil {
-			in.Server, in.Tool, args = p.Server, p.Tool, p.Arguments
-		}
-	}
+	var args json.RawMessage
+	in.Server, in.Tool, args = innerArgs(method, params)
 	in.Args = audit.NewValue(args, red)
 	if err != nil {
 		in.Outcome = red.String(err.Error())
+		var le *jsonrpc2.Error
+		if errors.As(err, &le) {
+			in.Code = le.Code
+			var d protocol.ErrorData
+			if le.Data != nil && json.Unmarshal(*le.Data, &d) == nil {
+				in.Kind = d.Kind
+			}
+		}
 	} else if b, merr := json.Marshal(res); merr == nil {
 		in.Bytes = len(b)
 		if method != protocol.MethodHistory { // earlier records, already in the trail
@@ -243,4 +244,20 @@ func (e *Engine) doctorAudit(add func(status, name, format string, a ...any)) {
 		files, _ := audit.Files(e.audit.dir)
 		add("OK", "audit", "on: %d files in %s, chained with %s; bridge audit verify checks them", len(files), e.audit.dir, e.Env.KeyFile)
 	}
+}
+
+// innerArgs splits a box→host request as its record keeps it: a tool
+// call's server, tool and arguments; any other request's params whole.
+func innerArgs(method string, params json.RawMessage) (server, tool string, args json.RawMessage) {
+	if method == protocol.MethodCallTool {
+		var p struct {
+			Server    string          `json:"server"`
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			return p.Server, p.Tool, p.Arguments
+		}
+	}
+	return "", "", params
 }

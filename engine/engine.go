@@ -63,18 +63,21 @@ type Engine struct {
 	tokens atomic.Pointer[httpd.Reloaded[httpd.TokenSet]]
 	red    *audit.Redactor
 	// traces exports spans; nil when they are off.
-	traces   *traces
-	store    *catalogStore
-	children *childRegistry
-	events   chan suture.Event
-	getenv   func(string) string
-	warned   sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
-	skipped  atomic.Pointer[[]actors.ConfigProblem] // of the last config load
-	optsOnce sync.Once
-	opts     config.Options // set once by configOptions
-	stamper  config.Stamper
-	gate     config.Gate                       // skips the stamper's stats while no covered path changed
-	signIn   atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
+	traces *traces
+	// sandboxCfg is every session's sandbox config (Replay swaps its
+	// router before any session starts).
+	sandboxCfg *actors.SandboxConfig
+	store      *catalogStore
+	children   *childRegistry
+	events     chan suture.Event
+	getenv     func(string) string
+	warned     sync.Map                               // session name → struct{}: sessions whose first result carried the limits warning
+	skipped    atomic.Pointer[[]actors.ConfigProblem] // of the last config load
+	optsOnce   sync.Once
+	opts       config.Options // set once by configOptions
+	stamper    config.Stamper
+	gate       config.Gate                       // skips the stamper's stats while no covered path changed
+	signIn     atomic.Pointer[oauth.Interaction] // how a call signs in to an http server; nil: it cannot (auth.go)
 	// caps is the capability set declared to the proxied servers: the
 	// MCP client's (Serve), the terminal's (Exec), else none.
 	caps *actors.UpstreamCaps
@@ -163,6 +166,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	if cfg.Boot.Durability == "" {
 		cfg.Boot.Durability = actors.DurabilityOff
 	}
+	e.sandboxCfg = cfg
 	e.sessSup = suture.New("sessions", e.spec())
 	idle := time.Duration(max(env.IdleTimeout, 0)) * time.Second
 	e.sessions = actors.NewSessions(cfg, e.sessSup, env.MaxSessions, idle)

@@ -80,11 +80,15 @@ func TestBadInvocation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, audit, image, bench, kubernetes, version, help; bridge help)`},
+		{nil, []string{"foo"}, `bridge: unknown command "foo" (commands: run, serve, exec, doctor, auth, audit, replay, image, bench, kubernetes, version, help; bridge help)`},
 		{map[string]string{"MCP_BRIDGE_TIMEOUT": "abc"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_TIMEOUT="abc": want an integer from 1 to 120`},
 		{map[string]string{"MCP_BRIDGE_MEMORY": "lots"}, []string{"run"}, `bridge: invalid MCP_BRIDGE_MEMORY="lots": want`},
 		{map[string]string{"MCP_BRIDGE_OUTPUT_MODE": "tooon"}, []string{"exec", "print(1)"}, `bridge: invalid MCP_BRIDGE_OUTPUT_MODE="tooon": want compact, toon or json`},
 		{nil, []string{"run", "--nope"}, "bridge: run: unknown flag --nope; flags: --watch (bridge run --help)"},
+		{nil, []string{"replay"}, "bridge: replay: want a record ID (bridge audit show lists them), or both --since and --tool"},
+		{nil, []string{"replay", "a", "b"}, "bridge: replay: one record ID at a time, or --since and --tool for many"},
+		{nil, []string{"replay", "--since", "soon", "--tool", "x"}, `bridge: replay: invalid value "soon" for --since: want a time`},
+		{nil, []string{"replay", "--timeout", "-1", "abc"}, "bridge: replay: invalid value -1 for --timeout: want seconds, at least 1"},
 	}
 	for _, c := range cases {
 		out, errOut, code := runCLI(t, c.env, "", c.args...)

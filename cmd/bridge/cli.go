@@ -100,6 +100,12 @@ func commandTable() []command {
 			"verify checks the chain of <state>/.bridge/audit with MCP_BRIDGE_KEY_FILE: exit 0 when intact, 1 naming the first\n" +
 				"record edited, removed or reordered. show lists the call records that match its filters.",
 			(*Main).auditCmd},
+		{"replay", "(ID | --since WHEN --tool NAME) [flags]", "run recorded calls again against their recorded answers",
+			"Runs recorded call ID (bridge audit show) in a fresh sandbox, after re-running its session's earlier calls, answering\n" +
+				"every tool, resource, memory and search request from the audit trail: no server is contacted. Prints the\n" +
+				"output, then the verdict: same, the first divergence, or where it stopped. Exit 0 when every call replayed\n" +
+				"the same, 1 when any diverged or stopped, 2 for usage.",
+			(*Main).replayCmd},
 		{"image", "build [flags]", "build the sandbox image, or with --bridge the bridge's own",
 			"Builds the image with python3, numpy, pandas, scikit-learn and matplotlib.\n" +
 				"With --bridge, builds the bridge's own image for Kubernetes instead (localhost/bridge:latest, and :VERSION for a release build):\n" +

@@ -24,7 +24,7 @@ func TestRunUsage(t *testing.T) {
 	}{
 		{[]string{"version"}, nil, 0, "bridge " + Version() + " (", ""},
 		{[]string{"--version"}, nil, 0, "bridge " + Version() + " (", ""},
-		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope" (commands: run, serve, exec, doctor, auth, audit, image, bench, kubernetes, version, help; bridge help)`},
+		{[]string{"nope"}, nil, 2, "", `bridge: unknown command "nope" (commands: run, serve, exec, doctor, auth, audit, replay, image, bench, kubernetes, version, help; bridge help)`},
 		{[]string{"exce"}, nil, 2, "", `bridge: unknown command "exce"; did you mean "exec"? (commands: run,`},
 		{[]string{"image"}, nil, 2, "", "bridge: image: want a subcommand: bridge image build (bridge image --help)"},
 		{[]string{"image", "buld"}, nil, 2, "", `bridge: image: unknown subcommand "buld"; did you mean "build"?`},

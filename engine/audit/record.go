@@ -30,6 +30,7 @@ type Record struct {
 	CodeSHA   string   `json:"code_sha256,omitempty"`
 	Code      *string  `json:"code,omitempty"`
 	Servers   []string `json:"servers,omitempty"`
+	Timeout   int      `json:"timeout_s,omitempty"`
 	Inner     []Inner  `json:"inner,omitempty"`
 	Approvals []Ask    `json:"approvals,omitempty"`
 	Status    string   `json:"status,omitempty"`
@@ -53,8 +54,12 @@ type Inner struct {
 	Args    *Value `json:"args,omitempty"`
 	Result  *Value `json:"result,omitempty"`
 	Outcome string `json:"outcome"` // "ok", or the error's message
-	Bytes   int    `json:"bytes"`   // of the result
-	Ms      int64  `json:"duration_ms"`
+	// Code and Kind are an error's JSON-RPC code and the bridge's kind
+	// (denied, timeout, …), so a replay raises the same exception.
+	Code  int64  `json:"code,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+	Bytes int    `json:"bytes"` // of the result
+	Ms    int64  `json:"duration_ms"`
 }
 
 // Ask is one approval: the question, the decision and who decided.

@@ -81,6 +81,7 @@ type options struct {
 	ask           bool
 	cancelLog     string
 	traceTool     bool
+	callLog       string
 }
 
 func main() {
@@ -103,6 +104,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.ignoreSigterm, "ignore-sigterm", false, "ignore SIGTERM (only SIGKILL or SIGINT stop the process)")
 	fs.BoolVar(&o.ignoreEOF, "ignore-eof", false, "hang-init: keep running after stdin is closed")
 	fs.BoolVar(&o.ask, "ask", false, "serve ask: it asks the client's user for a name (elicitation/create), whatever the client declared")
+	fs.StringVar(&o.callLog, "call-log", "", "append the name of each tool called to this file, one a line")
 	fs.BoolVar(&o.traceTool, "trace-tool", false, "add the tool trace(), which returns the traceparent of its request's _meta")
 	fs.StringVar(&o.extraTools, "extra-tools", "", "comma-separated names of extra tools that return \"called NAME\" (any characters but ',', e.g. admin/delete_all)")
 	fs.StringVar(&o.cancelLog, "cancel-log", "", "append the params of each notifications/cancelled and tasks/cancel received to this file, one JSON object a line")
@@ -303,6 +305,17 @@ func newServer(o options) *server.MCPServer {
 		server.WithResourceCapabilities(false, false),
 		server.WithTaskCapabilities(true, true, true),
 		server.WithRecovery(),
+	}
+	if o.callLog != "" {
+		hooks := &server.Hooks{}
+		hooks.AddBeforeCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest) {
+			f, err := os.OpenFile(o.callLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, req.Params.Name)
+				f.Close()
+			}
+		})
+		opts = append(opts, server.WithHooks(hooks))
 	}
 	if o.pageSize > 0 {
 		opts = append(opts, server.WithPaginationLimit(o.pageSize))
