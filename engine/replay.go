@@ -48,8 +48,8 @@ var ErrNotReplayable = errors.New("not replayable")
 // request the code makes is answered from the record, and no server is
 // started or contacted: the sandbox's server entries come from the disk's
 // catalog. Saved tools are the current ones, so a changed saved tool shows
-// as a divergence. Each call runs under timeout (its recorded one when 0,
-// else the default). Replay owns the engine: it is used for nothing else.
+// as a divergence. Each call runs under its recorded timeout, or timeout
+// when that is longer. Replay owns the engine: it is used for nothing else.
 func (e *Engine) Replay(ctx context.Context, target *audit.Record, prior []*audit.Record, timeout time.Duration) (Replayed, error) {
 	out := Replayed{ID: target.ID, Prior: len(prior)}
 	for _, r := range append(slices.Clone(prior), target) {
@@ -114,12 +114,13 @@ func replayable(r *audit.Record) error {
 
 // replayCall runs one recorded call's code in the session of key.
 func (e *Engine) replayCall(ctx context.Context, key string, r *audit.Record, specs []actors.ServerSpec, timeout time.Duration) (result.Result, error) {
-	if timeout <= 0 {
-		timeout = time.Duration(r.Timeout) * time.Second
+	// The recorded timeout (the default for records without one); a
+	// longer one given extends it.
+	recorded := time.Duration(r.Timeout) * time.Second
+	if recorded <= 0 {
+		recorded = time.Duration(e.Env.Timeout) * time.Second
 	}
-	if timeout <= 0 {
-		timeout = time.Duration(e.Env.Timeout) * time.Second
-	}
+	timeout = max(timeout, recorded)
 	s, err := e.sessions.Get(ctx, key)
 	if err != nil {
 		return result.Result{}, err

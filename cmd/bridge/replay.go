@@ -22,7 +22,7 @@ import (
 // recorded calls run again against their recorded answers (engine.Replay).
 func (m *Main) replayCmd(ctx context.Context, args []string) int {
 	flags := flag.NewFlagSet("replay", flag.ContinueOnError)
-	timeout := flags.Int("timeout", 0, "each call's timeout in `SECONDS` (default: the recorded call's)")
+	timeout := flags.Int("timeout", 0, "extend each call's recorded timeout to `SECONDS`")
 	since := flags.String("since", "", "replay every recorded call since `WHEN` (a time like 2026-11-28T09:00:00Z or an age like 36h, 7d) that used --tool")
 	tool := flags.String("tool", "", "with --since: the calls that called `NAME`, a server's tool or a saved tool")
 	asJSON := flags.Bool("json", false, "one JSON object per replayed call: id, verdict, detail, status, exit_code, output, prior_calls, notes")
