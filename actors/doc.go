@@ -91,6 +91,11 @@
 // engine's audit trail): ServeSandbox is the one place requests pass, so
 // the recorder sees them all without any handler knowing. The Dispatcher's
 // Audit hook attaches it per call; Router.History answers runtime.history.
+// The same door begins each request's span (trace.go), under the call's
+// span, which the front begins and Scope carries; the upstream request's
+// span, and its trace context in _meta and headers, are serverConn's
+// (requestID). The spans come from the global TracerProvider: actors never
+// import the SDK.
 //
 // Router.Resolve builds each granted server's entry for the sandbox once
 // per tool list (grants.go), with a digest of its content, and each

@@ -259,6 +259,20 @@ func LinkError(code int64, kind, msg string) *jsonrpc2.Error {
 	return e
 }
 
+// LinkErrorOf reads err back as LinkError built it: its code and
+// data.kind ("" when it has none); ok is false for any other error.
+func LinkErrorOf(err error) (code int64, kind string, ok bool) {
+	var le *jsonrpc2.Error
+	if !errors.As(err, &le) {
+		return 0, "", false
+	}
+	var d protocol.ErrorData
+	if le.Data != nil && json.Unmarshal(*le.Data, &d) == nil {
+		kind = d.Kind
+	}
+	return le.Code, kind, true
+}
+
 // linkLogger is jsonrpc2's logger for a sandbox's link. jsonrpc2 logs a
 // reply that answers no pending request, which a cell can forge as fast as
 // the link carries it: that is a dropped frame. Anything else is logged at

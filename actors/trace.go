@@ -3,12 +3,10 @@ package actors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/sourcegraph/jsonrpc2"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -114,9 +112,8 @@ func traceParent(ctx context.Context, meta *mcp.Meta) context.Context {
 	return traceContext.Extract(ctx, carrier)
 }
 
-// TraceHeaders is the trace context of ctx as HTTP headers, for an
-// upstream's requests and for bridge serve's header extraction tests; nil
-// when ctx has none.
+// TraceHeaders is the trace context of ctx as HTTP headers (and _meta
+// keys), for an upstream's requests; nil when ctx has none.
 func TraceHeaders(ctx context.Context) map[string]string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return nil
@@ -228,12 +225,8 @@ func endInner(span trace.Span, res any, err error) {
 	}
 	// error.type: the link error's kind (denied, timeout, server_error, …)
 	kind := "error"
-	var le *jsonrpc2.Error
-	if errors.As(err, &le) && le.Data != nil {
-		var d protocol.ErrorData
-		if json.Unmarshal(*le.Data, &d) == nil && d.Kind != "" {
-			kind = d.Kind
-		}
+	if _, k, ok := LinkErrorOf(err); ok && k != "" {
+		kind = k
 	}
 	endSpan(span, err, kind)
 }

@@ -3,14 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/audit"
@@ -163,14 +161,7 @@ func (c *callAudit) Inner(method string, params json.RawMessage, res any, err er
 	in.Args = audit.NewValue(args, red)
 	if err != nil {
 		in.Outcome = red.String(err.Error())
-		var le *jsonrpc2.Error
-		if errors.As(err, &le) {
-			in.Code = le.Code
-			var d protocol.ErrorData
-			if le.Data != nil && json.Unmarshal(*le.Data, &d) == nil {
-				in.Kind = d.Kind
-			}
-		}
+		in.Code, in.Kind, _ = actors.LinkErrorOf(err)
 	} else if b, merr := json.Marshal(res); merr == nil {
 		in.Bytes = len(b)
 		if method != protocol.MethodHistory { // earlier records, already in the trail

@@ -63,6 +63,14 @@
 //     serve, MCP_BRIDGE_AUDIT), begins a record per call through the
 //     Dispatcher's Audit hook, collects its inner requests and approvals as
 //     the call's actors.CallRecorder, and appends it when the call ends.
+//   - traces.go: OpenTelemetry traces: when OTEL_* asks (env.go's
+//     readTraces), the SDK's TracerProvider over the OTLP exporter, set as
+//     the global provider the actors' spans come from; values for
+//     MCP_BRIDGE_TRACE_VALUES through the audit trail's redactor; the
+//     flush at exit, bounded to 2 s.
+//   - replay.go, replaymatch.go: bridge replay: a recorded call run again
+//     with only the sessions and the runtime, its sandbox's requests
+//     answered from the audit record by a RequestRouter of its own.
 //
 // # Sub-packages
 //

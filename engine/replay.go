@@ -52,7 +52,8 @@ var ErrNotReplayable = errors.New("not replayable")
 // when that is longer. Replay owns the engine: it is used for nothing else.
 func (e *Engine) Replay(ctx context.Context, target *audit.Record, prior []*audit.Record, timeout time.Duration) (Replayed, error) {
 	out := Replayed{ID: target.ID, Prior: len(prior)}
-	for _, r := range append(slices.Clone(prior), target) {
+	calls := append(slices.Clone(prior), target)
+	for _, r := range calls {
 		if err := replayable(r); err != nil {
 			return out, err
 		}
@@ -82,7 +83,7 @@ func (e *Engine) Replay(ctx context.Context, target *audit.Record, prior []*audi
 	defer func() { cancel(); <-done }()
 
 	key := actors.SessionKey(target.Principal, "replay-"+target.ID)
-	for i, r := range append(slices.Clone(prior), target) {
+	for i, r := range calls {
 		m := newReplayMatch(r)
 		router.use(m)
 		res, err := e.replayCall(ctx, key, r, specs, timeout)
