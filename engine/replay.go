@@ -26,7 +26,9 @@ const (
 
 // Replayed is what bridge replay found for one recorded call.
 type Replayed struct {
-	ID      string        `json:"id"`
+	ID string `json:"id"`
+	// Session is the recorded call's session (the replay's own is apart).
+	Session string        `json:"session"`
 	Result  result.Result `json:"-"`
 	Verdict string        `json:"verdict"`
 	// Detail is the first divergence, or why the replay stopped; for
@@ -51,7 +53,7 @@ var ErrNotReplayable = errors.New("not replayable")
 // as a divergence. Each call runs under its recorded timeout, or timeout
 // when that is longer. Replay owns the engine: it is used for nothing else.
 func (e *Engine) Replay(ctx context.Context, target *audit.Record, prior []*audit.Record, timeout time.Duration) (Replayed, error) {
-	out := Replayed{ID: target.ID, Prior: len(prior)}
+	out := Replayed{ID: target.ID, Session: target.Session, Prior: len(prior)}
 	calls := append(slices.Clone(prior), target)
 	for _, r := range calls {
 		if err := replayable(r); err != nil {

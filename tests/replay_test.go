@@ -66,7 +66,7 @@ func TestReplay(t *testing.T) {
 
 	out, errOut, code = runCLI(t, env, "", "replay", ids["a['sum']"])
 	if code != 0 || !strings.Contains(out, "20 21 21") || !strings.Contains(out, "replay "+ids["a['sum']"]+": same: 2 inner calls as recorded") ||
-		!strings.Contains(out, "re-ran the 1 earlier calls") {
+		!strings.Contains(out, `re-ran the 1 earlier calls of session "default"`) {
 		t.Errorf("replay of the stateful call: exit %d\n%s%s", code, out, errOut)
 	}
 	for i := range 10 {

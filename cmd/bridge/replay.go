@@ -119,7 +119,7 @@ func (m *Main) printReplay(e *engine.Engine, env engine.Env, r engine.Replayed, 
 	}
 	fmt.Fprintln(m.Stdout, text)
 	if r.Prior > 0 {
-		fmt.Fprintf(m.Stdout, "replay: re-ran the %d earlier calls of session %q first, from the audit trail\n", r.Prior, r.Result.Session)
+		fmt.Fprintf(m.Stdout, "replay: re-ran the %d earlier calls of session %q first, from the audit trail\n", r.Prior, r.Session)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(m.Stdout, "replay: note: "+printable.String(n))
