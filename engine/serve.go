@@ -39,6 +39,9 @@ type HTTPOptions struct {
 	// MetricsPrincipals may read /metrics, and no other principal; none:
 	// every principal may.
 	MetricsPrincipals []string
+	// LeaderElect stands by until this replica holds the leader Lease
+	// (leader.go); the kubernetes runtime only.
+	LeaderElect bool
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: under Kubernetes'
@@ -141,6 +144,16 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		}
 	}
 	metrics := httpd.NewMetrics()
+	var lead *leadership
+	if opts.LeaderElect {
+		var err error
+		if lead, err = e.startLeadership(metrics, hlog); err != nil {
+			return err
+		}
+		// Last, after the actors stopped: a graceful stop releases the
+		// Lease once this replica's snapshots are written.
+		defer lead.stop()
+	}
 	e.router.StoreFor = e.principalStores()
 	e.router.OnProxied = metrics.Proxied
 	e.sessions.PerPrincipal = e.Env.MaxSessionsPerPrincipal
@@ -167,7 +180,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins, MetricsPrincipals: opts.MetricsPrincipals,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
-		Ready: ready.ok, Drain: drain,
+		Ready: ready.ok, Standby: lead.isStandby, Drain: drain,
 	})
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -182,27 +195,16 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		srv.TLSConfig = httpd.TLSConfig(cert)
 	}
 
-	// The actors run on their own context: a signal starts the drain, and
-	// only the drain's end (or its timeout) stops them.
-	actx, stopActors := context.WithCancel(context.Background())
-	defer stopActors()
+	// The tokens and the certificate are reloaded also while standing by:
+	// /metrics answers there too.
+	rctx, stopReload := context.WithCancel(context.Background())
+	defer stopReload()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go e.logEvents(actx, &wg)
-	rootDone := make(chan struct{})
-	go func() {
-		defer close(rootDone)
-		if err := e.root(nil).Serve(actx); err != nil && !errors.Is(err, context.Canceled) {
-			e.Log.Error().Err(err).Msg("actors stopped")
-		}
-	}()
-	goOwned(&wg, func() { ready.run(actx) })
-	goOwned(&wg, func() { sessionGauges(actx, e.sessions, tokens, metrics) })
 	if tokens != nil {
-		goOwned(&wg, func() { tokens.Run(actx, reloadEvery) })
+		goOwned(&wg, func() { tokens.Run(rctx, reloadEvery) })
 	}
 	if cert != nil {
-		goOwned(&wg, func() { cert.Run(actx, reloadEvery) })
+		goOwned(&wg, func() { cert.Run(rctx, reloadEvery) })
 	}
 	served := make(chan error, 1)
 	go func() {
@@ -219,20 +221,73 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	e.Log.Info().Str("version", e.Version).Str("url", scheme+"://"+ln.Addr().String()+"/mcp").
 		Bool("auth", tokens != nil).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).Msg("bridge serving")
 
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-		served <- serveErr
+	// The actors run on their own context, started once this replica
+	// leads: a signal starts the drain, and only the drain's end (or its
+	// timeout) stops them.
+	actx, stopActors := context.WithCancel(context.Background())
+	defer stopActors()
+	rootDone := make(chan struct{})
+	var fenced chan struct{} // closed once a leader lost the Lease; nil without election
+	leading := lead.awaitLead(ctx, served, hlog)
+	if leading {
+		wg.Add(1)
+		go e.logEvents(actx, &wg)
+		go func() {
+			defer close(rootDone)
+			if err := e.root(nil).Serve(actx); err != nil && !errors.Is(err, context.Canceled) {
+				e.Log.Error().Err(err).Msg("actors stopped")
+			}
+		}()
+		goOwned(&wg, func() { ready.run(actx) })
+		goOwned(&wg, func() { sessionGauges(actx, e.sessions, tokens, metrics) })
+		if lead != nil {
+			lead.standby.Store(false)
+			metrics.Leader(true)
+			// Fenced at once, whatever serve is doing then (a drain too).
+			fenced = make(chan struct{})
+			goOwned(&wg, func() {
+				select {
+				case <-lead.Lost():
+					e.fence(drain, metrics)
+					close(fenced)
+				case <-rctx.Done():
+				}
+			})
+		}
+	} else {
+		close(rootDone)
 	}
-	e.drain(drain, srv, mcpHTTP, opts.DrainTimeout, func() { interrupted.Store(true); stopActors() }, hlog)
+
+	var serveErr error
+	drainFor := opts.DrainTimeout
+	if leading {
+		select {
+		case <-ctx.Done():
+		case serveErr = <-served:
+			served <- serveErr
+		case <-fenced:
+			drainFor = 0 // the calls in flight cannot keep their state: interrupt them now
+			serveErr = errLostLease
+		}
+	} else {
+		select {
+		case serveErr = <-served:
+			served <- serveErr
+		default:
+		}
+	}
+	e.drain(drain, srv, mcpHTTP, drainFor, func() { interrupted.Store(true); stopActors() }, hlog)
 	front.Close() // the calls held for a 2026-07-28 client's retry
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
 		serveErr = err
 	}
 	stopActors()
 	<-rootDone
+	stopReload()
 	wg.Wait()
+	if errors.Is(serveErr, errLostLease) {
+		return serveErr
+	}
 	e.Log.Info().Msg("bridge stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", serveErr)

@@ -149,7 +149,7 @@ func TestKubeBenchQuick(t *testing.T) {
 	requireKubeRuntime(t)
 	figs, _, pid := runBenchQuick(t, "--groups", "kubernetes", "--runtime", "podman")
 	for _, id := range []string{"kube.warm.p50", "kube.floor.p50", "kube.warm.floor", "kube.proxy.link.p50", "kube.proxy.echo.gap",
-		"kube.pool.p50", "kube.spare.p50", "kube.cold.p50", "kube.cold.fresh"} {
+		"kube.pool.p50", "kube.spare.p50", "kube.cold.p50", "kube.cold.fresh", "kube.failover.graceful", "kube.failover.restore", "kube.failover.kill"} {
 		if v := needFigure(t, figs, id); v <= 0 {
 			t.Errorf("%s = %v, want > 0", id, v)
 		}

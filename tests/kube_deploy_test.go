@@ -47,25 +47,7 @@ func TestKubeDeployment(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	// The state volume: a hostPath PersistentVolume of a class no other
-	// volume has, owned by the bridge's uid (the kubelet applies no fsGroup
-	// to hostPath volumes).
-	stateDir := t.TempDir()
-	if err := os.Chown(stateDir, 65532, 65532); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(stateDir, 0o770); err != nil {
-		t.Fatal(err)
-	}
-	class := ns + "-hostpath"
-	pv := map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": class},
-		"spec": map[string]any{"storageClassName": class, "capacity": map[string]any{"storage": "2Gi"},
-			"accessModes": []string{"ReadWriteOnce"}, "persistentVolumeReclaimPolicy": "Retain",
-			"hostPath": map[string]any{"path": stateDir, "type": "Directory"}}}
-	mustAPI(t, client.Post().AbsPath("/api/v1/persistentvolumes").Body(mustJSON(t, pv)).SetHeader("Content-Type", "application/json").Do(ctx))
-	t.Cleanup(func() {
-		_ = client.Delete().AbsPath("/api/v1/persistentvolumes", class).Do(context.Background()).Error()
-	})
+	class := statePV(ctx, t, client, ns)
 
 	// The servers: a stdio MCP server run by the image's node.
 	script, err := os.ReadFile(filepath.Join("testdata", "echo-server.js"))
@@ -77,21 +59,7 @@ func TestKubeDeployment(t *testing.T) {
 	if err := os.WriteFile(servers, mustJSON(t, doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, nil, "", "kubernetes", "manifests", "--namespace", ns, "--servers", servers,
-		"--storage-class", class, "--storage-size", "1Gi")
-	if code != 0 {
-		t.Fatalf("bridge kubernetes manifests: exit %d: %s", code, errOut)
-	}
-	t.Cleanup(func() { deleteNamespace(t, client, ns) })
-	for i, doc := range strings.Split(out, "\n---\n") {
-		if err := applyYAML(ctx, client, doc, ns); err != nil {
-			t.Fatalf("apply document %d: %v\n%s", i, err, doc)
-		}
-	}
-	alice, scraper := randToken(t), randToken(t)
-	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bridge-secrets"},
-		"stringData": map[string]any{"tokens": "alice " + alice + "\nprometheus " + scraper + "\n", "key": randToken(t)}}
-	mustAPI(t, client.Post().AbsPath("/api/v1/namespaces", ns, "secrets").Body(mustJSON(t, secret)).SetHeader("Content-Type", "application/json").Do(ctx))
+	alice, _ := deploy(ctx, t, client, ns, "--servers", servers, "--storage-class", class, "--storage-size", "1Gi")
 
 	start := time.Now()
 	pod := waitRollout(ctx, t, k, client, ns)
@@ -180,6 +148,54 @@ func TestKubeDeployment(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// deploy applies `bridge kubernetes manifests --namespace ns args...`
+// unchanged, server-side, with the Secret the README has the operator
+// create, and deletes the namespace when the test ends. It returns alice's
+// token and the scraper's (the principal prometheus).
+func deploy(ctx context.Context, t *testing.T, client *rest.RESTClient, ns string, args ...string) (alice, scraper string) {
+	t.Helper()
+	out, errOut, code := runCLI(t, nil, "", append([]string{"kubernetes", "manifests", "--namespace", ns}, args...)...)
+	if code != 0 {
+		t.Fatalf("bridge kubernetes manifests: exit %d: %s", code, errOut)
+	}
+	t.Cleanup(func() { deleteNamespace(t, client, ns) })
+	for i, doc := range strings.Split(out, "\n---\n") {
+		if err := applyYAML(ctx, client, doc, ns); err != nil {
+			t.Fatalf("apply document %d: %v\n%s", i, err, doc)
+		}
+	}
+	alice, scraper = randToken(t), randToken(t)
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bridge-secrets"},
+		"stringData": map[string]any{"tokens": "alice " + alice + "\nprometheus " + scraper + "\n", "key": randToken(t)}}
+	mustAPI(t, client.Post().AbsPath("/api/v1/namespaces", ns, "secrets").Body(mustJSON(t, secret)).SetHeader("Content-Type", "application/json").Do(ctx))
+	return alice, scraper
+}
+
+// statePV creates the state volume of a deployment in ns: a hostPath
+// PersistentVolume (ReadWriteOnce) of a class no other volume has, owned by
+// the bridge's uid (the kubelet applies no fsGroup to hostPath volumes),
+// deleted when the test ends. It returns the class.
+func statePV(ctx context.Context, t *testing.T, client *rest.RESTClient, ns string) string {
+	t.Helper()
+	stateDir := t.TempDir()
+	if err := os.Chown(stateDir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(stateDir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	class := ns + "-hostpath"
+	pv := map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": class},
+		"spec": map[string]any{"storageClassName": class, "capacity": map[string]any{"storage": "2Gi"},
+			"accessModes": []string{"ReadWriteOnce"}, "persistentVolumeReclaimPolicy": "Retain",
+			"hostPath": map[string]any{"path": stateDir, "type": "Directory"}}}
+	mustAPI(t, client.Post().AbsPath("/api/v1/persistentvolumes").Body(mustJSON(t, pv)).SetHeader("Content-Type", "application/json").Do(ctx))
+	t.Cleanup(func() {
+		_ = client.Delete().AbsPath("/api/v1/persistentvolumes", class).Do(context.Background()).Error()
+	})
+	return class
 }
 
 // waitGone waits until pod name, of those with label selector sel in ns,

@@ -289,7 +289,16 @@ func followLog(ctx context.Context, k *kube, pod string, w io.Writer) {
 // in the pod's cgroup that runs bridgeBin.
 func bridgePID(t *testing.T, uid string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	return podProcess(t, uid, 10*time.Second, func(args []string) bool {
+		return len(args) > 1 && args[0] == bridgeBin && args[1] == "serve"
+	})
+}
+
+// podProcess is the host pid of the process in the cgroup of the pod with
+// uid whose arguments match, waiting up to d for one.
+func podProcess(t *testing.T, uid string, d time.Duration, match func(args []string) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
@@ -301,12 +310,12 @@ func bridgePID(t *testing.T, uid string) int {
 			if err != nil || !strings.Contains(string(cg), "pod"+uid) && !strings.Contains(string(cg), "pod"+strings.ReplaceAll(uid, "-", "_")) {
 				continue
 			}
-			if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.HasPrefix(string(cmd), bridgeBin+"\x00serve\x00") {
+			if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); match(strings.Split(string(cmd), "\x00")) {
 				return pid
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no bridge process in the pod %s's cgroup", uid)
+			t.Fatalf("no such process in the pod %s's cgroup", uid)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

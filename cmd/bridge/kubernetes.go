@@ -25,7 +25,8 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	policy := fs.String("policy", "", "the bridge.policy `FILE` for the ConfigMap (manifests; default: none, every tool allowed)")
 	storageClass := fs.String("storage-class", "", "the state volume's storage `CLASS` (manifests; default: the cluster's default class)")
 	storageSize := fs.String("storage-size", kube.DefaultStorageSize, "the state volume's `SIZE` (manifests)")
-	replicas := fs.Int("replicas", 1, "`N` replicas; sessions live in one replica's memory, so 1 (manifests)")
+	replicas := fs.Int("replicas", 1, "`N` replicas: from 2 on, the one holding the leader Lease serves and the others stand by to take over (manifests)")
+	volumeAccess := fs.String("volume-access", kube.ReadWriteOnce, "the state volume's access `MODE`: ReadWriteOnce (replicas share one node) or ReadWriteMany (they spread; the storage class must offer it) (manifests)")
 	seccomp := fs.String("seccomp-profile", kube.DefaultSeccompProfile, "the sandbox pods' Localhost seccomp `PROFILE`, relative to the kubelet's seccomp directory; \"\" for RuntimeDefault (manifests)")
 	var metricsPrincipals stringList
 	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens that may read /metrics, passed to bridge serve; "+
@@ -56,7 +57,7 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 		}
 	}
 	d := kube.Deployment{Namespace: *ns, Image: *bridgeImage, SandboxImage: *sandboxImage,
-		StorageClass: *storageClass, StorageSize: *storageSize, Replicas: *replicas,
+		StorageClass: *storageClass, StorageSize: *storageSize, Replicas: *replicas, VolumeAccess: *volumeAccess,
 		MetricsPrincipals: metricsPrincipals, SeccompProfile: *seccomp}
 	if err := d.Validate(); err != nil {
 		return m.usage("kubernetes manifests: %v", err)

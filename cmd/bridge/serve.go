@@ -33,6 +33,8 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 	var metricsPrincipals stringList
 	fs.Var(&metricsPrincipals, "metrics-principal", "a `PRINCIPAL` that may read /metrics (its series name every principal); repeatable; any other principal gets 403. "+
 		"Not given: every principal may read it. Under --insecure-no-auth the principal is \"anonymous\"")
+	leaderElect := fs.Bool("leader-elect", false, "stand by until this replica holds the leader Lease, so that replicas sharing a state volume fail over "+
+		"(MCP_BRIDGE_RUNTIME=kubernetes; bridge kubernetes manifests --replicas 2 sets it)")
 	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
 	if _, code, ok := m.parse("serve", fs, args, 0); !ok {
 		return code
@@ -42,9 +44,12 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		return 2
 	}
 	opts := engine.HTTPOptions{Listen: *listen, TLSCert: *cert, TLSKey: *key, DrainTimeout: *drain,
-		AllowedOrigins: origins, InsecureNoAuth: *noAuth, MetricsPrincipals: metricsPrincipals}
+		AllowedOrigins: origins, InsecureNoAuth: *noAuth, MetricsPrincipals: metricsPrincipals, LeaderElect: *leaderElect}
 	if err := engine.CheckListen(opts, env.TokensFile); err != nil {
 		return m.usage("%v", err)
+	}
+	if *leaderElect && env.Runtime != engine.RuntimeKubernetes {
+		return m.usage("%v", engine.ErrLeaderElect)
 	}
 	// The files are read again by the server (and re-read on change);
 	// reading them here turns a bad one into one line and exit 2.

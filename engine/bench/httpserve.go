@@ -70,6 +70,11 @@ func startServe(ctx context.Context, o Options, principals []string, extra ...st
 
 // startServeWith is startServe proxying servers.
 func startServeWith(ctx context.Context, o Options, servers map[string]any, principals []string, extra ...string) (*served, error) {
+	return startServeArgs(ctx, o, servers, principals, nil, extra...)
+}
+
+// startServeArgs is startServeWith with more flags of bridge serve.
+func startServeArgs(ctx context.Context, o Options, servers map[string]any, principals, flags []string, extra ...string) (*served, error) {
 	env, rmEnv, err := isolated(o, servers)
 	if err != nil {
 		return nil, err
@@ -92,7 +97,7 @@ func startServeWith(ctx context.Context, o Options, servers map[string]any, prin
 	env = append(env, "MCP_BRIDGE_TOKENS_FILE="+tokens, "MCP_BRIDGE_LOG_FORMAT=json", "MCP_BRIDGE_LOG_LEVEL=info")
 	env = append(env, extra...)
 	s := &served{stderr: &lockedBuffer{}, done: make(chan struct{}), rm: rm}
-	s.cmd = exec.Command(o.Bridge, "serve", "--listen", "127.0.0.1:0")
+	s.cmd = exec.Command(o.Bridge, append([]string{"serve", "--listen", "127.0.0.1:0"}, flags...)...)
 	s.cmd.Env = env
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

@@ -122,7 +122,7 @@ func kubeFigures(ctx context.Context, o Options, r *Report) error {
 		Value: f50, Unit: "ms", Baseline: freshName, BaseVal: fr50, RatioIs: Faster, Samples: len(floor)}, true)
 	r.add(Figure{ID: "kube.cold.fresh", Name: "cold pod (bridge exec) against a fresh pod per call", Value: c50, Unit: "ms",
 		Baseline: freshName, BaseVal: fr50, Samples: len(cold), Target: "<= 0.8x baseline"}, c50 <= 0.8*fr50)
-	return nil
+	return failoverFigures(ctx, ko, r)
 }
 
 // attachFloor times n round trips of one short line through a pod with the

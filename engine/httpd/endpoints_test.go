@@ -193,3 +193,31 @@ func httpCounts(t *testing.T, m *Metrics) map[string]float64 {
 	}
 	return out
 }
+
+// TestHandlerStandby: a replica standing by answers /readyz 503 "standby"
+// and every /mcp request 503 before auth (no token needed to learn it);
+// /healthz and /metrics answer as on the leader; draining wins over
+// standing by at /readyz.
+func TestHandlerStandby(t *testing.T) {
+	cfg, _ := testConfig(t, true)
+	cfg.Standby = func() bool { return true }
+	h := Handler(cfg)
+	for _, c := range []struct {
+		method, path string
+		want         int
+		body         string
+	}{
+		{"GET", "/readyz", http.StatusServiceUnavailable, "standby\n"},
+		{"POST", "/mcp", http.StatusServiceUnavailable, "this bridge replica is the standby"},
+		{"GET", "/healthz", http.StatusOK, "ok\n"},
+	} {
+		w := do(h, c.method, c.path, initBody)
+		if got := w.Code; got != c.want || !strings.Contains(w.Body.String(), c.body) {
+			t.Errorf("%s %s = %d %q, want %d with %q", c.method, c.path, got, w.Body, c.want, c.body)
+		}
+	}
+	cfg.Drain.Start()
+	if w := do(h, "GET", "/readyz", ""); w.Body.String() != "not ready\n" {
+		t.Errorf("/readyz draining on a standby: %q, want not ready", w.Body)
+	}
+}

@@ -42,7 +42,11 @@ type Config struct {
 	Bindings *Bindings
 	// Ready reports readiness (runtime and image ready); Drain refuses
 	// new requests once the bridge stops, and /readyz then answers 503.
-	Ready   func() bool
+	Ready func() bool
+	// Standby, when set, reports that this replica stands by for the
+	// leader Lease (bridge serve --leader-elect): /readyz answers 503
+	// "standby" and /mcp refuses every request.
+	Standby func() bool
 	Drain   *Drain
 	Metrics *Metrics
 	Log     zerolog.Logger
@@ -63,6 +67,11 @@ func Handler(cfg Config) http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if cfg.standby() && !cfg.Drain.Draining() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "standby\n")
+			return
+		}
 		if cfg.Drain.Draining() || !cfg.Ready() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, "not ready\n")
@@ -78,8 +87,26 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-authorization-server", notFound)
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
 	mux.Handle("/metrics", cfg.auth(cfg.metricsAuth(cfg.Metrics.Handler())))
-	mux.Handle("/mcp", cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(traceParent(cfg.MCP))))))
+	mux.Handle("/mcp", cfg.refuseStandby(cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(traceParent(cfg.MCP)))))))
 	return cfg.count(cfg.deadline(cfg.guard(mux)))
+}
+
+func (cfg Config) standby() bool { return cfg.Standby != nil && cfg.Standby() }
+
+// refuseStandby answers every request 503 while this replica stands by:
+// the Service routes to the leader, so only a client that reached the pod
+// directly gets here.
+func (cfg Config) refuseStandby(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !cfg.standby() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		closing(w)
+		w.Header().Set("Retry-After", "1")
+		writeRPCError(w, http.StatusServiceUnavailable, -32000,
+			"this bridge replica is the standby: the leader serves MCP; reach the bridge through its Service, or retry once this replica leads")
+	})
 }
 
 // deadline bounds reading every request before it is authenticated: a

@@ -22,6 +22,7 @@ type Metrics struct {
 	inflight *prometheus.GaugeVec
 	proxied  *prometheus.CounterVec
 	http     *prometheus.CounterVec
+	leader   prometheus.Gauge
 }
 
 // NewMetrics registers every metric.
@@ -49,7 +50,11 @@ func NewMetrics() *Metrics {
 	m.http = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bridge_http_requests_total", Help: "HTTP requests by response code class (refusals included; the /healthz and /readyz probes not).",
 	}, []string{"code"})
-	m.reg.MustRegister(m.calls, m.errors, m.latency, m.sessions, m.inflight, m.proxied, m.http,
+	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "bridge_leader", Help: "1 while this replica serves /mcp (the leader, or the only replica); 0 while it stands by or after it lost the leader lease.",
+	})
+	m.leader.Set(1)
+	m.reg.MustRegister(m.calls, m.errors, m.latency, m.sessions, m.inflight, m.proxied, m.http, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +92,15 @@ func (m *Metrics) Sessions(byPrincipal map[string]int, principals []string) {
 // Proxied counts one tool call proxied to server.
 func (m *Metrics) Proxied(server string) {
 	m.proxied.WithLabelValues(server).Inc()
+}
+
+// Leader sets bridge_leader: whether this replica serves /mcp.
+func (m *Metrics) Leader(serving bool) {
+	v := 0.0
+	if serving {
+		v = 1
+	}
+	m.leader.Set(v)
 }
 
 // HTTP counts one response by its status code's class.

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -39,7 +40,26 @@ func (l *Launcher) Doctor(ctx context.Context, add func(status, name, format str
 	l.doctorRBAC(ctx, c, add)
 	l.doctorImage(ctx, c, add)
 	l.doctorNetworkPolicy(ctx, c, add)
+	l.doctorLeader(ctx, add)
 	add("WARN", "pod limits", "the sandbox's /tmp and /workspace are memory emptyDirs, which cannot be noexec, and its process limit is the kubelet's podPidsLimit, not MCP_BRIDGE_PIDS (docs/SECURITY.md, per-backend table)")
+}
+
+// doctorLeader names the replica holding the leader Lease, when replicas
+// run with bridge serve --leader-elect.
+func (l *Launcher) doctorLeader(ctx context.Context, add func(status, name, format string, a ...any)) {
+	info, err := l.Leader(ctx)
+	switch {
+	case errors.Is(err, errNoLeaderLease):
+		add("OK", "leader", "no Lease %s: one replica, serving without election (bridge serve --leader-elect)", LeaderLease)
+	case err != nil:
+		add("WARN", "leader", "%v", err)
+	case info.Holder == "" || info.Expired:
+		add("WARN", "leader", "no replica holds the Lease %s (last renewed %s ago): the standby takes it within seconds; if this lasts, no replica serves",
+			LeaderLease, time.Since(info.Renewed).Round(time.Second))
+	default:
+		pod, _, _ := strings.Cut(info.Holder, "_")
+		add("OK", "leader", "pod %s holds the Lease %s (renewed %s ago)", pod, LeaderLease, time.Since(info.Renewed).Round(100*time.Millisecond))
+	}
 }
 
 // rawBody is r's body, or its error as the API server stated it: Raw

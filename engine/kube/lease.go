@@ -27,6 +27,10 @@ const (
 	orphanAge = 30 * time.Second
 )
 
+// SweptWithin bounds how long a dead bridge's pods outlive it while
+// another bridge of the namespace runs: its Lease expires, then a sweep.
+const SweptWithin = leaseDuration + sweepEvery + leaseRenew
+
 // leaseName is the Lease of owner id.
 func leaseName(id string) string { return "bridge-" + id }
 

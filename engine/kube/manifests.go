@@ -32,9 +32,14 @@ type Deployment struct {
 	StorageClass string
 	// StorageSize is the state volume's size; "" is DefaultStorageSize.
 	StorageSize string
-	// Replicas is the Deployment's; 0 is 1. Sessions live in one replica's
-	// memory, so 1 is the only value Validate accepts.
+	// Replicas is the Deployment's; 0 is 1. From 2 on, one replica serves
+	// and the others stand by (bridge serve --leader-elect), at most
+	// MaxReplicas.
 	Replicas int
+	// VolumeAccess is the state volume's access mode, ReadWriteOnce
+	// (""; the replicas then share one node) or ReadWriteMany (they
+	// spread over nodes).
+	VolumeAccess string
 	// MetricsPrincipals may read /metrics; nil is DefaultMetricsPrincipal:
 	// /metrics names every principal, so no team member's token reads it.
 	MetricsPrincipals []string
@@ -56,6 +61,12 @@ const (
 	// /metrics when none is given: the Prometheus scraper's line in the
 	// tokens.
 	DefaultMetricsPrincipal = "prometheus"
+	// MaxReplicas bounds Deployment.Replicas: one leader and standbys, of
+	// which a second adds nothing but a ready spare for the first.
+	MaxReplicas = 3
+	// ReadWriteOnce and ReadWriteMany are the state volume's access modes.
+	ReadWriteOnce = "ReadWriteOnce"
+	ReadWriteMany = "ReadWriteMany"
 )
 
 // Names the manifests take as given.
@@ -72,11 +83,12 @@ func (d Deployment) Validate() error {
 	if !namespaceRe.MatchString(d.Namespace) {
 		return fmt.Errorf("namespace: %q: want a DNS label such as bridge", d.Namespace)
 	}
-	if d.Replicas > 1 {
-		return fmt.Errorf("replicas: %d: the bridge keeps its sessions in one replica's memory, so it runs as one", d.Replicas)
+	if d.Replicas < 0 || d.Replicas > MaxReplicas {
+		return fmt.Errorf("replicas: %d: want 1, or 2 to %d (one leader serves, the others stand by)", d.Replicas, MaxReplicas)
 	}
-	if d.Replicas < 0 {
-		return fmt.Errorf("replicas: %d: want 1", d.Replicas)
+	if d.VolumeAccess != "" && d.VolumeAccess != ReadWriteOnce && d.VolumeAccess != ReadWriteMany {
+		return fmt.Errorf("volume access: %q: want %s (the replicas share one node) or %s (the storage class must offer it)",
+			d.VolumeAccess, ReadWriteOnce, ReadWriteMany)
 	}
 	if d.StorageSize != "" {
 		q, err := resource.ParseQuantity(d.StorageSize)
@@ -136,13 +148,51 @@ func Manifests(d Deployment) string {
 		seccompNote = "the sandbox pods' seccomp profile, which refuses them network sockets:\n" +
 			"#   bridge kubernetes seccomp > /var/lib/kubelet/seccomp/" + d.SeccompProfile + "\n"
 	}
+	if d.VolumeAccess == "" {
+		d.VolumeAccess = ReadWriteOnce
+	}
+	leaderArgs, affinity := "", ""
+	if d.Replicas > 1 {
+		leaderArgs = ", --leader-elect"
+		affinity = affinityRWO
+		if d.VolumeAccess == ReadWriteMany {
+			affinity = affinityRWX
+		}
+	}
 	return strings.NewReplacer(
 		"${NAMESPACE}", d.Namespace, "${BRIDGE_IMAGE}", d.Image, "${SANDBOX_IMAGE}", d.SandboxImage,
 		"${METRICS_ARGS}", args.String(), "${METRICS_PRINCIPAL}", d.MetricsPrincipals[0],
 		"${CONFIG_DATA}", configData(d.Files), "${STORAGE_CLASS}", class, "${STORAGE_SIZE}", d.StorageSize,
-		"${REPLICAS}", strconv.Itoa(d.Replicas), "${SECCOMP_ENV}", seccompEnv, "${SECCOMP_NOTE}", seccompNote,
+		"${REPLICAS}", strconv.Itoa(d.Replicas), "${LEADER_ARGS}", leaderArgs, "${AFFINITY}", affinity,
+		"${VOLUME_ACCESS}", d.VolumeAccess, "${SECCOMP_ENV}", seccompEnv, "${SECCOMP_NOTE}", seccompNote,
 	).Replace(manifests)
 }
+
+// The pod spec's affinity with standbys: a ReadWriteOnce volume mounts on
+// one node at a time, so every replica runs where the first did; a
+// ReadWriteMany one lets them spread, so losing a node leaves a standby.
+const (
+	affinityRWO = `      # The state volume is ReadWriteOnce, which one node at a time mounts: every replica runs on the first one's node.
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector:
+                matchLabels:
+                  app.kubernetes.io/name: bridge
+              topologyKey: kubernetes.io/hostname
+`
+	affinityRWX = `      # The state volume is ReadWriteMany: the replicas spread over nodes where they can, so losing one leaves a standby.
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                labelSelector:
+                  matchLabels:
+                    app.kubernetes.io/name: bridge
+                topologyKey: kubernetes.io/hostname
+`
+)
 
 // configData is the ConfigMap's data block: each file as a literal block
 // scalar a user can edit in place, or a JSON-quoted string (valid YAML)

@@ -108,7 +108,9 @@ func TestDeploymentValidate(t *testing.T) {
 		{"all set", func(d *Deployment) {
 			d.StorageClass, d.StorageSize, d.Replicas, d.SeccompProfile = "local-path", "20Gi", 1, "bridge/sandbox.json"
 		}, ""},
-		{"two replicas", func(d *Deployment) { d.Replicas = 2 }, "replicas: 2"},
+		{"two replicas", func(d *Deployment) { d.Replicas, d.VolumeAccess = 2, ReadWriteMany }, ""},
+		{"four replicas", func(d *Deployment) { d.Replicas = 4 }, "replicas: 4"},
+		{"bad access", func(d *Deployment) { d.VolumeAccess = "RWX" }, "volume access"},
 		{"bad size", func(d *Deployment) { d.StorageSize = "ten" }, "storage size"},
 		{"zero size", func(d *Deployment) { d.StorageSize = "0" }, "storage size"},
 		{"bad class", func(d *Deployment) { d.StorageClass = "Fast SSD" }, "storage class"},

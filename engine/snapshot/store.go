@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,9 @@ var ErrOverCap = errors.New("snapshot: larger than MCP_BRIDGE_SNAPSHOT_MAX")
 // ErrTampered is wrapped by the error of Store.Open when the data or the
 // sidecar does not verify (edited, truncated, moved); the pair is removed.
 var ErrTampered = errors.New("snapshot: does not verify")
+
+// ErrFenced is the error of every write after Fence.
+var ErrFenced = errors.New("fenced: this replica no longer holds the leader lease, so another one writes the snapshots")
 
 // Defaults for the caps left at zero (see Open).
 const (
@@ -112,6 +116,19 @@ type Store struct {
 	// mu serializes this process's locked sections; the flock of each
 	// pair's lock file covers other processes.
 	mu sync.Mutex
+	// fenced refuses every write from Fence on.
+	fenced atomic.Bool
+}
+
+// Fence refuses every later write (Create, Commit, SetLastCall, Delete,
+// Sweep) with ErrFenced, and returns once no locked section of this
+// process is running: a replica that lost the leader Lease calls it before
+// another replica may take the Lease, so two replicas never write one
+// session's snapshot.
+func (s *Store) Fence() {
+	s.fenced.Store(true)
+	s.mu.Lock() // waits out the locked section running, if any
+	s.mu.Unlock()
 }
 
 // Open returns the store in dir, creating dir (0700) when needed, and sweeps
@@ -204,6 +221,9 @@ type Writer struct {
 func (s *Store) Create(principal, session string) (*Writer, error) {
 	if err := checkPrincipal(principal); err != nil {
 		return nil, err
+	}
+	if s.fenced.Load() {
+		return nil, fmt.Errorf("snapshot: %w", ErrFenced)
 	}
 	id := idOf(principal, session)
 	f, err := os.CreateTemp(s.dir, id+extSnap+".tmp-*") // 0600
@@ -684,6 +704,9 @@ func (s *Store) removePair(id string) error {
 // match the store's names are left alone. Errors are logged, not returned:
 // a sweep is housekeeping, and the next one retries.
 func (s *Store) Sweep(now time.Time) {
+	if s.fenced.Load() {
+		return
+	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("snapshot: sweep")
@@ -919,5 +942,8 @@ func writeAtomic(path string, data []byte) error {
 func (s *Store) locked(id string, fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fenced.Load() {
+		return ErrFenced
+	}
 	return store.Flock(s.path(id, extLock), lockWait, fn)
 }

@@ -915,3 +915,37 @@ func TestCommitCutShort(t *testing.T) {
 		})
 	}
 }
+
+// TestFence: after Fence no write lands, an upload begun before it
+// included, and the stored snapshot stays as it was for the next leader.
+func TestFence(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s, _ := newStoreIn(t, dir, Caps{})
+	put(t, s, "alice", "default", 1, []byte("one"))
+	w, err := s.Create("alice", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	s.Fence()
+	if _, err := w.Commit(Meta{Call: 2}); !errors.Is(err, ErrFenced) {
+		t.Errorf("Commit after Fence: %v, want ErrFenced", err)
+	}
+	if _, err := s.Create("alice", "default"); !errors.Is(err, ErrFenced) {
+		t.Errorf("Create after Fence: %v, want ErrFenced", err)
+	}
+	if err := s.SetLastCall("alice", "default", 9); !errors.Is(err, ErrFenced) {
+		t.Errorf("SetLastCall after Fence: %v, want ErrFenced", err)
+	}
+	if err := s.Delete("alice", "default"); !errors.Is(err, ErrFenced) {
+		t.Errorf("Delete after Fence: %v, want ErrFenced", err)
+	}
+	s.Sweep(t0.Add(1000 * time.Hour))
+	next, _ := newStoreIn(t, dir, Caps{})
+	got, m := get(t, next, "alice", "default")
+	if string(got) != "one" || m.Call != 1 || m.LastCall != 1 {
+		t.Errorf("the next leader reads %q (call %d, last call %d), want %q of call 1", got, m.Call, m.LastCall, "one")
+	}
+}
