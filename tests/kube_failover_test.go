@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -74,26 +75,33 @@ func TestKubeFailover(t *testing.T) {
 	// snapshots, and releases the Lease.
 	start := time.Now()
 	mustAPI(t, client.Delete().AbsPath("/api/v1/namespaces", ns, "pods", leader.Name).Do(ctx))
-	took := h.firstCall(ctx, start, "print(x + 1)", "42", 90*time.Second)
-	t.Logf("graceful failover (pod deleted → first call through the Service): %v", took.Round(100*time.Millisecond))
+	took, pod := h.firstCall(ctx, start, sessionPod, "print(x + 1)", "42", 90*time.Second)
+	t.Logf("graceful failover (pod deleted → first call through the Service that restored the session): %v", took.Round(100*time.Millisecond))
 	if took > gracefulFailover {
 		t.Errorf("graceful failover took %v, want at most %v", took.Round(100*time.Millisecond), gracefulFailover)
 	}
 	waitGone(ctx, t, k, ns, bkube.LabelSandbox+"=true", sessionPod, 60*time.Second)
+	sessionPod = pod
 
 	// 2. The leader's process killed: the standby waits out the Lease.
 	leader, _ = h.waitPair(ctx, leader.Name)
-	h.run(ctx, "x = 42")
+	// A cell's snapshot is uploaded after its result, in the background, so
+	// a SIGKILL right after a call may lose it: this one waits for its own.
+	h.run(ctx, "x = 42; runtime.snapshot()")
 	pid := podProcess(t, string(leader.UID), 10*time.Second, func(args []string) bool { return len(args) > 1 && args[1] == "serve" })
 	start = time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	took = h.firstCall(ctx, start, "print(x + 1)", "43", 2*time.Minute)
-	t.Logf("failover after SIGKILL (process killed → first call through the Service): %v", took.Round(100*time.Millisecond))
+	took, pod = h.firstCall(ctx, start, sessionPod, "print(x + 1)", "43", 2*time.Minute)
+	t.Logf("failover after SIGKILL (process killed → first call through the Service that restored the session): %v", took.Round(100*time.Millisecond))
 	if took > killFailover {
 		t.Errorf("failover after SIGKILL took %v, want at most %v", took.Round(100*time.Millisecond), killFailover)
 	}
+	// The killed leader's sandbox pod goes, with its attach or, at the
+	// latest, in the new leader's sweep.
+	waitGone(ctx, t, k, ns, bkube.LabelSandbox+"=true", sessionPod, bkube.SweptWithin+10*time.Second)
+	sessionPod = pod
 
 	// 3. The leader evicted. A budget of minAvailable 1 counts the standby as
 	// unavailable and refuses the leader's eviction (as it would every
@@ -113,7 +121,7 @@ func TestKubeFailover(t *testing.T) {
 	if code := h.evict(ctx, leader.Name, 0); code != http.StatusCreated {
 		t.Fatalf("eviction of the leader without a budget: %d, want 201", code)
 	}
-	took = h.firstCall(ctx, start, "print(x + 1)", "44", 90*time.Second)
+	took, _ = h.firstCall(ctx, start, sessionPod, "print(x + 1)", "44", 90*time.Second)
 	t.Logf("failover after an eviction: %v", took.Round(100*time.Millisecond))
 	if took > gracefulFailover {
 		t.Errorf("failover after an eviction took %v, want at most %v", took.Round(100*time.Millisecond), gracefulFailover)
@@ -129,6 +137,12 @@ type haDeployment struct {
 	svc    string // http://CLUSTER-IP:80
 	alice  string
 }
+
+// podHTTP is the client of requests to pod IPs: a dial to a pod that is
+// gone may hang until the kernel gives up, so each is bounded, and no
+// connection is kept.
+var podHTTP = &http.Client{Transport: &http.Transport{
+	DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext, DisableKeepAlives: true}}
 
 // waitPair waits until the Deployment's two pods run, one of them Ready
 // (the leader, which must not be the pod named not) and the other standing
@@ -164,6 +178,23 @@ func (h *haDeployment) waitPair(ctx context.Context, not string) (leader, standb
 	}
 }
 
+// logs are the bridge pods' logs, a restarted container's previous one too.
+func (h *haDeployment) logs() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, p := range h.k.podsIn(ctx, h.t, h.ns, "app.kubernetes.io/name=bridge") {
+		for _, previous := range []string{"true", "false"} {
+			raw, err := h.client.Get().AbsPath("/api/v1/namespaces", h.ns, "pods", p.Name, "log").
+				Param("container", "bridge").Param("previous", previous).Param("tailLines", "100").Do(ctx).Raw()
+			if err == nil {
+				fmt.Fprintf(&b, "--- %s (previous=%s):\n%s", p.Name, previous, raw)
+			}
+		}
+	}
+	return b.String()
+}
+
 // get is a GET of path on the pod's port 8080 (the host reaches pod IPs),
 // with token as the bearer when set: the status and the body.
 func (h *haDeployment) get(ctx context.Context, p *corev1.Pod, path, token string) (int, string) {
@@ -188,7 +219,7 @@ func (h *haDeployment) do(ctx context.Context, method, url, token, body string) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := podHTTP.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -238,35 +269,49 @@ func (h *haDeployment) call(ctx context.Context, code string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
-// run is call that must succeed.
+// run is call that must succeed; a refused or dropped connection is
+// retried for 30 s, as the Service may not route to a new leader yet.
 func (h *haDeployment) run(ctx context.Context, code string) string {
 	h.t.Helper()
-	out, err := h.call(ctx, code)
-	if err != nil {
-		h.t.Fatalf("%s: %v", code, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := h.call(ctx, code)
+		if err == nil {
+			return out
+		}
+		if strings.HasPrefix(err.Error(), "run_python:") || time.Now().After(deadline) {
+			h.t.Fatalf("%s: %v", code, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return out
 }
 
-// firstCall retries code through the Service until it prints want, and
-// returns the time since start; any other output fails the test (the state
-// was lost), and so does no success within d.
-func (h *haDeployment) firstCall(ctx context.Context, start time.Time, code, want string, d time.Duration) time.Duration {
+// firstCall retries, through the Service, code that prints the sandbox
+// pod's name and then the session's state, until a sandbox pod other than
+// old prints want: the new leader restored the session. It returns the time
+// since start; any other state fails the test (it was lost), and so does no
+// success within d.
+func (h *haDeployment) firstCall(ctx context.Context, start time.Time, old, code, want string, d time.Duration) (time.Duration, string) {
 	h.t.Helper()
 	var last error
 	for time.Since(start) < d {
-		out, err := h.call(ctx, code)
-		if err == nil && out == want {
-			return time.Since(start)
+		out, err := h.call(ctx, "import socket; print(socket.gethostname())\n"+code)
+		pod, rest, _ := strings.Cut(out, "\n")
+		got, note, _ := strings.Cut(rest, "\n")
+		switch {
+		case err != nil:
+			last = err
+		case pod == old:
+			last = fmt.Errorf("still served by the old leader (its sandbox pod %s)", old)
+		case got == want && strings.Contains(note, "restored to call"):
+			return time.Since(start), pod
+		default:
+			h.t.Fatalf("%s after failover printed %q, want %q and the restore's note: the session's state was lost\n%s", code, rest, want, h.logs())
 		}
-		if err == nil {
-			h.t.Fatalf("%s after failover printed %q, want %q: the session's state was lost", code, out, want)
-		}
-		last = err
 		time.Sleep(200 * time.Millisecond)
 	}
-	h.t.Fatalf("no successful call through the Service within %v of the leader's end; last error: %v", d, last)
-	return 0
+	h.t.Fatalf("no call restored the session through the Service within %v of the leader's end; last: %v\n%s", d, last, h.logs())
+	return 0, ""
 }
 
 // evict posts an Eviction of the pod (the Eviction API, as kubectl drain

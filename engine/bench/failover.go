@@ -136,18 +136,16 @@ func waitReadyz(ctx context.Context, s *served, want string, d time.Duration) er
 	return fmt.Errorf("bench: failover: /readyz answered %q, not %q, within %v: %s", got, want, d, tailOf(s.stderr.String(), 800))
 }
 
-// setState runs code, then a second call: a cell's snapshot is uploaded
-// before the next cell runs, so the state is on disk when this returns.
+// setState runs code and waits for the session's snapshot
+// (runtime.snapshot): a cell's own is uploaded after its result, in the
+// background, and a SIGKILL right after the call could lose it.
 func setState(ctx context.Context, s *served, code string) error {
 	h, err := s.client(ctx, "a")
 	if err != nil {
 		return err
 	}
 	defer h.c.Close()
-	if err := h.run(ctx, code); err != nil {
-		return err
-	}
-	return h.run(ctx, "pass")
+	return h.run(ctx, code+"\nruntime.snapshot()")
 }
 
 // firstCallOn retries code on a new client of s until it succeeds, and
