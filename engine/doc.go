@@ -49,7 +49,9 @@
 //   - bridge serve: serve.go (mcp-go's streamable HTTP server behind
 //     engine/httpd, each call as its principal), servecalls.go (a
 //     principal's sessions, store and grants), callgate.go (calls in flight
-//     per principal, and sharing between principals).
+//     per principal, and sharing between principals), leader.go (--leader-elect:
+//     a standby starts its actors only once it holds the leader Lease; a
+//     leader that lost it is fenced and exits).
 //   - The kubernetes backend's settings: env_kube.go
 //     (MCP_BRIDGE_K8S_*, kube.Config); deployconfig.go checks the servers
 //     and policy files of `bridge kubernetes manifests` as the bridge in

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,8 +40,9 @@ const (
 // bridge process SIGKILLed (the Lease expires), and its pod evicted
 // through the Eviction API, which a PodDisruptionBudget of minAvailable 1
 // would refuse forever (the manifests ship none). The old leader's sandbox
-// pods go. A node drain needs a second node: this single-node cluster
-// cannot show one.
+// pods go. Last, the leader is cut off from the API server: it fences
+// itself before the standby leads. A node drain needs a second node: this
+// single-node cluster cannot show one.
 func TestKubeFailover(t *testing.T) {
 	k := requireKubeRuntime(t)
 	ns := fmt.Sprintf("bridge-ha-%d", time.Now().UnixNano()%1_000_000)
@@ -121,12 +124,68 @@ func TestKubeFailover(t *testing.T) {
 	if code := h.evict(ctx, leader.Name, 0); code != http.StatusCreated {
 		t.Fatalf("eviction of the leader without a budget: %d, want 201", code)
 	}
-	took, _ = h.firstCall(ctx, start, sessionPod, "print(x + 1)", "44", 90*time.Second)
+	took, pod = h.firstCall(ctx, start, sessionPod, "print(x + 1)", "44", 90*time.Second)
 	t.Logf("failover after an eviction: %v", took.Round(100*time.Millisecond))
 	if took > gracefulFailover {
 		t.Errorf("failover after an eviction took %v, want at most %v", took.Round(100*time.Millisecond), gracefulFailover)
 	}
+	sessionPod = pod
+
+	// 4. The leader cut off from the API server (its packets to it dropped on
+	// the host, where the API server listens): it cannot renew, so it fences
+	// itself (/readyz and /mcp 503, no more snapshots) and exits before the
+	// standby may take the Lease, which it then does.
+	leader, standby = h.waitPair(ctx, "")
+	h.run(ctx, "x = 50; runtime.snapshot()")
+	rule := []string{"INPUT", "-s", leader.Status.PodIP, "-p", "tcp", "--dport", "6443", "-j", "DROP"}
+	iptables(t, append([]string{"-I"}, rule...)...)
+	cut := true
+	uncut := func() {
+		if cut {
+			iptables(t, append([]string{"-D"}, rule...)...)
+			cut = false
+		}
+	}
+	defer uncut()
+	start = time.Now()
+	var fenced, led time.Duration
+	for fenced == 0 || led == 0 {
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("after 2 minutes cut off: the leader fenced after %v, the standby led after %v (0: not yet)\n%s", fenced, led, h.logs())
+		}
+		if code, _ := h.get(ctx, leader, "/readyz", ""); fenced == 0 && code != http.StatusOK {
+			fenced = time.Since(start)
+			if code, body := h.post(ctx, leader, "/mcp", h.alice); code != 0 && code != http.StatusServiceUnavailable {
+				t.Errorf("the fenced leader's /mcp: %d %s, want 503 or no answer", code, body)
+			}
+		}
+		if code, _ := h.get(ctx, standby, "/readyz", ""); led == 0 && code == http.StatusOK {
+			led = time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("cut off from the API server: the leader fenced itself after %v, the standby led after %v",
+		fenced.Round(100*time.Millisecond), led.Round(100*time.Millisecond))
+	if fenced >= led {
+		t.Errorf("the standby led (%v) before the cut-off leader fenced itself (%v)", led, fenced)
+	}
+	h.firstCall(ctx, start, sessionPod, "print(x + 1)", "51", 2*time.Minute)
+	uncut()
+	if logs := h.logs(); !strings.Contains(logs, "lost the leader lease") {
+		t.Errorf("the cut-off leader did not log its fence:\n%s", logs)
+	}
 }
+
+// iptables runs iptables with args on the host, as the test's root.
+func iptables(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+		t.Fatalf("iptables %v: %v: %s", args, err, out)
+	}
+}
+
+// initBody is an MCP initialize request.
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`
 
 // haDeployment is the deployment of TestKubeFailover.
 type haDeployment struct {
@@ -186,10 +245,8 @@ func (h *haDeployment) logs() string {
 	for _, p := range h.k.podsIn(ctx, h.t, h.ns, "app.kubernetes.io/name=bridge") {
 		for _, previous := range []string{"true", "false"} {
 			raw, err := h.client.Get().AbsPath("/api/v1/namespaces", h.ns, "pods", p.Name, "log").
-				Param("container", "bridge").Param("previous", previous).Param("tailLines", "100").Do(ctx).Raw()
-			if err == nil {
-				fmt.Fprintf(&b, "--- %s (previous=%s):\n%s", p.Name, previous, raw)
-			}
+				Param("container", "bridge").Param("previous", previous).Param("tailLines", "100").DoRaw(ctx)
+			fmt.Fprintf(&b, "--- %s (previous=%s, %v):\n%s\n", p.Name, previous, err, raw)
 		}
 	}
 	return b.String()
@@ -203,8 +260,7 @@ func (h *haDeployment) get(ctx context.Context, p *corev1.Pod, path, token strin
 
 // post is an MCP initialize POSTed to the pod's path.
 func (h *haDeployment) post(ctx context.Context, p *corev1.Pod, path, token string) (int, string) {
-	return h.do(ctx, http.MethodPost, "http://"+p.Status.PodIP+":8080"+path, token,
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	return h.do(ctx, http.MethodPost, "http://"+p.Status.PodIP+":8080"+path, token, initBody)
 }
 
 func (h *haDeployment) do(ctx context.Context, method, url, token, body string) (int, string) {
@@ -230,11 +286,18 @@ func (h *haDeployment) do(ctx context.Context, method, url, token, body string) 
 
 // call runs code in alice's default session through the Service, on a new
 // MCP client (a client whose bridge went re-initializes), each step bounded.
-func (h *haDeployment) call(ctx context.Context, code string) (string, error) {
-	tr, err := transport.NewStreamableHTTP(h.svc+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.alice}))
+func (h *haDeployment) call(ctx context.Context, code string) (_ string, err error) {
+	st := &statusTrip{}
+	tr, err := transport.NewStreamableHTTP(h.svc+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + h.alice}),
+		transport.WithHTTPBasicClient(&http.Client{Transport: st}))
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		if err != nil && st.refused != "" {
+			err = fmt.Errorf("%w (%s)", err, st.refused)
+		}
+	}()
 	c := client.NewClient(tr)
 	defer c.Close()
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -269,6 +332,22 @@ func (h *haDeployment) call(ctx context.Context, code string) (string, error) {
 	return strings.TrimSpace(out.String()), nil
 }
 
+// statusTrip is a new connection per request (a client that retries
+// through a Service after a failure reaches whichever pod it routes to now),
+// recording the last refusal's status and body.
+type statusTrip struct{ refused string }
+
+func (s *statusTrip) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 400 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		resp.Body.Close()
+		s.refused = fmt.Sprintf("%s %s: %s", req.Method, resp.Status, strings.TrimSpace(string(body)))
+		resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	return resp, err
+}
+
 // run is call that must succeed; a refused or dropped connection is
 // retried for 30 s, as the Service may not route to a new leader yet.
 func (h *haDeployment) run(ctx context.Context, code string) string {
@@ -300,7 +379,8 @@ func (h *haDeployment) firstCall(ctx context.Context, start time.Time, old, code
 		got, note, _ := strings.Cut(rest, "\n")
 		switch {
 		case err != nil:
-			last = err
+			code, body := h.do(ctx, http.MethodPost, h.svc+"/mcp", h.alice, initBody)
+			last = fmt.Errorf("%w (a raw initialize: %d %.300s)", err, code, body)
 		case pod == old:
 			last = fmt.Errorf("still served by the old leader (its sandbox pod %s)", old)
 		case got == want && strings.Contains(note, "restored to call"):
@@ -309,6 +389,10 @@ func (h *haDeployment) firstCall(ctx context.Context, start time.Time, old, code
 			h.t.Fatalf("%s after failover printed %q, want %q and the restore's note: the session's state was lost\n%s", code, rest, want, h.logs())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if os.Getenv("HOLD") != "" {
+		h.t.Logf("HOLD: ns %s svc %s", h.ns, h.svc)
+		time.Sleep(15 * time.Minute)
 	}
 	h.t.Fatalf("no call restored the session through the Service within %v of the leader's end; last: %v\n%s", d, last, h.logs())
 	return 0, ""

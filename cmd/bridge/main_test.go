@@ -48,6 +48,8 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"run"}, map[string]string{"MCP_BRIDGE_PIDS": "3"}, 2, "", `bridge: invalid MCP_BRIDGE_PIDS="3": want an integer from 8 to`},
 		{[]string{"exec", "--timeout", "x", "1"}, nil, 2, "", `bridge: exec: invalid value "x" for --timeout: want an integer (bridge exec --help)`},
 		{[]string{"serve", "--metrics-principal", "a/b"}, nil, 2, "", `bridge: serve: --metrics-principal "a/b": a principal is 1-64 characters`},
+		{[]string{"serve", "--insecure-no-auth", "--leader-elect"}, map[string]string{"MCP_BRIDGE_RUNTIME": "local", "MCP_BRIDGE_UNSAFE_LOCAL": "1"}, 2, "",
+			`bridge: serve: --leader-elect needs MCP_BRIDGE_RUNTIME=kubernetes: the replicas share a Lease`},
 		{[]string{"kubernetes", "manifests", "--metrics-principal", "a: b"}, nil, 2, "", `bridge: kubernetes manifests: --metrics-principal "a: b": a principal is`},
 		{[]string{"kubernetes", "manifests", "--metrics-principal", "ops"}, nil, 0, "# The bridge in a cluster", ""},
 	}

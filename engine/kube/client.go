@@ -139,11 +139,16 @@ func (s *klogSink) Info(level int, msg string, kv ...any) {
 }
 func (s *klogSink) Error(err error, msg string, kv ...any) {
 	ev := s.log.Warn()
-	if err != nil && strings.Contains(err.Error(), "use of closed network connection") {
+	if closedConn(msg) || err != nil && closedConn(err.Error()) {
 		ev = s.log.Debug()
 	}
 	ev.Err(err).Str("logger", s.name).Fields(kv).Msg(msg)
 }
+
+// closedConn reports the error of a stream the bridge closed itself (an
+// attach ended, its websocket's pings failing after it).
+func closedConn(s string) bool { return strings.Contains(s, "use of closed network connection") }
+
 func (s *klogSink) WithValues(kv ...any) logr.LogSink {
 	return &klogSink{log: s.log.With().Fields(kv).Logger(), name: s.name}
 }
