@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -332,17 +331,21 @@ func (h *haDeployment) call(ctx context.Context, code string) (_ string, err err
 	return strings.TrimSpace(out.String()), nil
 }
 
-// statusTrip is a new connection per request (a client that retries
-// through a Service after a failure reaches whichever pod it routes to now),
-// recording the last refusal's status and body.
+// statusTrip is a new connection per request, recording the last
+// refusal's status, server and body. A client that retries through a
+// Service after a failure reaches whichever pod it routes to now; and on
+// this machine a connection to a cluster IP that kube-proxy has no rule for
+// at that instant reaches the sandbox's egress proxy, which answers 404 on
+// any address: kept alive, that connection would answer every later
+// request.
 type statusTrip struct{ refused string }
 
 func (s *statusTrip) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := podHTTP.Transport.RoundTrip(req)
 	if err == nil && resp.StatusCode >= 400 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
 		resp.Body.Close()
-		s.refused = fmt.Sprintf("%s %s: %s", req.Method, resp.Status, strings.TrimSpace(string(body)))
+		s.refused = fmt.Sprintf("%s %s from %q: %s", req.Method, resp.Status, resp.Header.Get("Server"), strings.TrimSpace(string(body)))
 		resp.Body = io.NopCloser(strings.NewReader(string(body)))
 	}
 	return resp, err
@@ -389,10 +392,6 @@ func (h *haDeployment) firstCall(ctx context.Context, start time.Time, old, code
 			h.t.Fatalf("%s after failover printed %q, want %q and the restore's note: the session's state was lost\n%s", code, rest, want, h.logs())
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-	if os.Getenv("HOLD") != "" {
-		h.t.Logf("HOLD: ns %s svc %s", h.ns, h.svc)
-		time.Sleep(15 * time.Minute)
 	}
 	h.t.Fatalf("no call restored the session through the Service within %v of the leader's end; last: %v\n%s", d, last, h.logs())
 	return 0, ""
