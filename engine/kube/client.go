@@ -139,15 +139,20 @@ func (s *klogSink) Info(level int, msg string, kv ...any) {
 }
 func (s *klogSink) Error(err error, msg string, kv ...any) {
 	ev := s.log.Warn()
-	if closedConn(msg) || err != nil && closedConn(err.Error()) {
+	if expected(msg) || err != nil && expected(err.Error()) {
 		ev = s.log.Debug()
 	}
 	ev.Err(err).Str("logger", s.name).Fields(kv).Msg(msg)
 }
 
-// closedConn reports the error of a stream the bridge closed itself (an
-// attach ended, its websocket's pings failing after it).
-func closedConn(s string) bool { return strings.Contains(s, "use of closed network connection") }
+// expected reports client-go's errors that are part of the bridge's normal
+// run: the error of a stream the bridge closed itself (an attach ended, its
+// websocket's pings failing after it), and leaderelection's first try to
+// create the leader Lease, which every standby makes while a leader holds it.
+func expected(s string) bool {
+	return strings.Contains(s, "use of closed network connection") ||
+		strings.HasPrefix(s, "error initially creating leader election record") && strings.Contains(s, "already exists")
+}
 
 func (s *klogSink) WithValues(kv ...any) logr.LogSink {
 	return &klogSink{log: s.log.With().Fields(kv).Logger(), name: s.name}

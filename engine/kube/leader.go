@@ -88,8 +88,8 @@ func (p *Leadership) Leading() <-chan struct{} { return p.leading }
 func (p *Leadership) Lost() <-chan struct{} { return p.lost }
 
 // Run takes part in the election until ctx ends, then releases the Lease if
-// it holds it and returns. The watchdog that closes Lost runs on Run's own
-// goroutine's child, waited for before Run returns.
+// it holds it and returns. The watchdog that closes Lost runs on a
+// goroutine of Run's, which Run waits for.
 func (p *Leadership) Run(ctx context.Context) error {
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
