@@ -269,12 +269,6 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 			drainFor = 0 // the calls in flight cannot keep their state: interrupt them now
 			serveErr = errLostLease
 		}
-	} else {
-		select {
-		case serveErr = <-served:
-			served <- serveErr
-		default:
-		}
 	}
 	e.drain(drain, srv, mcpHTTP, drainFor, func() { interrupted.Store(true); stopActors() }, hlog)
 	front.Close() // the calls held for a 2026-07-28 client's retry

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -369,10 +370,16 @@ func execInPod(ctx context.Context, t *testing.T, k *kube, ns, pod string, argv 
 // podLog is the last 200 lines of the bridge container's log.
 func podLog(t *testing.T, client *rest.RESTClient, ns, pod string) string {
 	t.Helper()
+	return containerLog(client, ns, pod, false)
+}
+
+// containerLog is the last 200 lines of the bridge container's log, or of
+// its previous run's (a restarted container's), or the error getting it.
+func containerLog(client *rest.RESTClient, ns, pod string, previous bool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	raw, err := client.Get().AbsPath("/api/v1/namespaces", ns, "pods", pod, "log").
-		Param("container", "bridge").Param("tailLines", "200").Do(ctx).Raw()
+		Param("container", "bridge").Param("previous", strconv.FormatBool(previous)).Param("tailLines", "200").Do(ctx).Raw()
 	if err != nil {
 		return fmt.Sprintf("(log of %s: %v)", pod, err)
 	}

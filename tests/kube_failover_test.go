@@ -242,11 +242,8 @@ func (h *haDeployment) logs() string {
 	defer cancel()
 	var b strings.Builder
 	for _, p := range h.k.podsIn(ctx, h.t, h.ns, "app.kubernetes.io/name=bridge") {
-		for _, previous := range []string{"true", "false"} {
-			raw, err := h.client.Get().AbsPath("/api/v1/namespaces", h.ns, "pods", p.Name, "log").
-				Param("container", "bridge").Param("previous", previous).Param("tailLines", "100").DoRaw(ctx)
-			fmt.Fprintf(&b, "--- %s (previous=%s, %v):\n%s\n", p.Name, previous, err, raw)
-		}
+		fmt.Fprintf(&b, "--- %s, previous run:\n%s\n--- %s:\n%s\n", p.Name, containerLog(h.client, h.ns, p.Name, true),
+			p.Name, containerLog(h.client, h.ns, p.Name, false))
 	}
 	return b.String()
 }

@@ -223,17 +223,12 @@ func (l *Launcher) Leader(ctx context.Context) (LeaderInfo, error) {
 	if err != nil {
 		return LeaderInfo{}, l.apiError(c, "get lease "+LeaderLease, err)
 	}
-	info := LeaderInfo{}
+	info := LeaderInfo{Expired: !leaseCurrent(lease.Spec)}
 	if h := lease.Spec.HolderIdentity; h != nil {
 		info.Holder = *h
 	}
-	if lease.Spec.RenewTime != nil {
-		info.Renewed = lease.Spec.RenewTime.Time
-		d := time.Duration(0)
-		if lease.Spec.LeaseDurationSeconds != nil {
-			d = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-		}
-		info.Expired = time.Since(info.Renewed) > d
+	if t := lease.Spec.RenewTime; t != nil {
+		info.Renewed = t.Time
 	}
 	return info, nil
 }

@@ -157,10 +157,16 @@ func (l *Launcher) ownerAlive(ctx context.Context, c *clients, id string) bool {
 		// Unknown (not NotFound) keeps the pods: a flaky API never sweeps a live bridge.
 		return !isNotFound(err)
 	}
-	if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+	return leaseCurrent(lease.Spec)
+}
+
+// leaseCurrent reports whether a Lease was renewed within its duration; one
+// without either has never been current.
+func leaseCurrent(spec coordinationv1.LeaseSpec) bool {
+	if spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
 		return false
 	}
-	return time.Since(lease.Spec.RenewTime.Time) < time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
+	return time.Since(spec.RenewTime.Time) < time.Duration(*spec.LeaseDurationSeconds)*time.Second
 }
 
 // leaseExists reports whether owner id has a Lease at all (expired or not).
