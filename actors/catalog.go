@@ -40,6 +40,30 @@ type CatalogServer struct {
 	Skipped []SkippedTool
 
 	checkers sync.Map // tool name → *schema.Checker (built on the tool's first call)
+	// pairs are its principals' own connections (identity: principal,
+	// identities.go); nil for a shared server.
+	pairs *identities
+}
+
+// clientFor is the client principal's requests go through: their own pair
+// for an identity: principal server, else the server's client. release
+// ends the use; call it once the request is done.
+func (cs *CatalogServer) clientFor(principal string) (c *Client, release func(), err error) {
+	if cs.pairs == nil || principal == "" {
+		return cs.Client, func() {}, nil
+	}
+	return cs.pairs.lease(principal)
+}
+
+// peek is the client whose state search reports for principal: their pair
+// when they have one, else the server's client. It starts no pair.
+func (cs *CatalogServer) peek(principal string) *Client {
+	if cs.pairs != nil && principal != "" {
+		if c := cs.pairs.existing(principal); c != nil {
+			return c
+		}
+	}
+	return cs.Client
 }
 
 // newCatalogServer is a server with its tool aliases (ALS-2); known says

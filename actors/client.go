@@ -48,6 +48,10 @@ type ServerSpec struct {
 	// background where no one can be asked, so a use whose call can reach
 	// a person signs in this way and starts the server again (signin.go).
 	SignIn func(ctx context.Context) error
+	// ForPrincipal, when set (identity: principal under bridge serve), is
+	// the spec of principal's own connection to the server: its Transport
+	// and SignIn carry that principal's sign-in only (identities.go).
+	ForPrincipal func(principal string) ServerSpec
 }
 
 // ToolInfo is one tool as a server listed it: the raw JSON object and the
@@ -113,6 +117,9 @@ type ClientDeps struct {
 	// MaxFrame caps one line from a stdio server (MCP_BRIDGE_MAX_FRAME_BYTES);
 	// 0: the default, 16 MiB.
 	MaxFrame int
+	// MaxIdentityConns caps the live (server, principal) connections of
+	// one identity: principal server (MCP_BRIDGE_MAX_IDENTITY_CONNS).
+	MaxIdentityConns int
 
 	// dial, when set, connects in place of a process or an HTTP session:
 	// unit tests serve an in-process server over net.Pipe with it.

@@ -225,7 +225,14 @@ func (r *Router) search(ctx context.Context, cat *Catalog, scope Scope, query st
 	now := time.Now()
 	for _, s := range cat.Servers {
 		if _, up := fresh[s.Spec.Name]; !s.Known && !up {
-			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, s.Client.State(), scope, now)
+			st := s.peek(scope.Principal).State()
+			if s.pairs != nil && asSignIn(st.Err) != nil {
+				// Its tools come from whoever signed in first; this
+				// principal's own sign-in starts with their first use.
+				uncovered[s.Spec.Name] = fmt.Sprintf("needs your own sign-in; describe_server('%s') sends you the link, through your MCP client", s.Spec.Name)
+				continue
+			}
+			uncovered[s.Spec.Name] = uncoveredState(s.Spec.Name, st, scope, now)
 		}
 	}
 	userTools, warn := r.userToolDocs(scope.Principal)
@@ -461,9 +468,14 @@ func (r *Router) callTool(ctx context.Context, cat *Catalog, scope Scope, params
 	if r.OnProxied != nil {
 		r.OnProxied(p.Server)
 	}
-	call := s.Client.Call
+	c, release, err := s.clientFor(scope.Principal)
+	if err != nil {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	defer release()
+	call := c.Call
 	if requiresTask(s.Tools[i].Raw) { // tasks.go
-		call = s.Client.CallTask
+		call = c.CallTask
 	}
 	res, err := call(withInner(ctx, p.Server, p.Tool, scope.human), p.Tool, args, timeout, limit, onProgress)
 	ranOut = byCall && errors.Is(err, ErrCallTimeout)

@@ -107,12 +107,17 @@ func upstreamTimeout(scope Scope, base time.Duration) time.Duration {
 // resourceRequest forwards one resources/* request to s and returns its raw
 // result, which must fit one frame.
 func (r *Router) resourceRequest(ctx context.Context, s *CatalogServer, scope Scope, method string, params map[string]any, what string) (json.RawMessage, error) {
-	if asSignIn(s.Client.State().Err) != nil {
+	c, release, err := s.clientFor(scope.Principal)
+	if err != nil {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	defer release()
+	if asSignIn(c.State().Err) != nil {
 		// A start that needed sign-in: sign in through the call's client
 		// when it can (signin.go); the request below reports a failure.
-		_, _ = s.Client.Ready(withInner(ctx, s.Spec.Name, "", scope.human))
+		_, _ = c.Ready(withInner(ctx, s.Spec.Name, "", scope.human))
 	}
-	res, err := s.Client.roundTrip(ctx, method, func(string) any { return params }, what,
+	res, err := c.roundTrip(ctx, method, func(string) any { return params }, what,
 		upstreamTimeout(scope, r.CallTimeout), "MCP_BRIDGE_CALL_TIMEOUT", nil)
 	if err != nil {
 		var rpcErr *rpcError

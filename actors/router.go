@@ -101,6 +101,10 @@ type Router struct {
 	// the audit trail, oldest first (runtime.history); nil: the trail is
 	// off.
 	History func(principal string, n int) ([]json.RawMessage, error)
+	// SignIns, when set, is the calling principal's own upstream sign-ins
+	// (identity: principal servers under bridge serve), for
+	// runtime.signins() and runtime.signout(); nil: there are none.
+	SignIns SignIns
 	// ApprovalTimeout bounds the wait for a human's approval
 	// (MCP_BRIDGE_APPROVAL_TIMEOUT); <= 0 is DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
@@ -196,6 +200,7 @@ func (r *Router) notLoadedError(name string) error {
 type catalogSource struct {
 	specs   []ServerSpec
 	clients map[string]*Client
+	pairs   map[string]*identities // identity: principal servers only
 	tools   map[string][]ToolInfo
 	policy  *Policy
 	// published are closed once this source, or a newer one, is the
@@ -233,6 +238,11 @@ func (r *Router) build(src catalogSource) {
 		}
 	}()
 	c := buildCatalog(src.specs, src.clients, src.tools)
+	for name, p := range src.pairs {
+		if cs := c.byName[name]; cs != nil {
+			cs.pairs = p
+		}
+	}
 	c.policy = src.policy
 	r.current.Store(c)
 }
@@ -304,7 +314,12 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 				errs[i] = fmt.Errorf("server '%s' could not be loaded: %w", n, errInternal)
 				out[i] = protocol.Server{Name: n, Alias: s.Spec.Alias, Tools: []protocol.Tool{}, Error: errs[i].Error()}
 			})
-			tools, err := s.Client.Ready(ctx)
+			c, release, err := s.clientFor(PrincipalFrom(ctx))
+			var tools []ToolInfo
+			if err == nil {
+				tools, err = c.Ready(ctx)
+				release()
+			}
 			if err == nil {
 				out[i] = r.grants.server(s.Spec, s.Client, tools)
 				return
@@ -372,11 +387,18 @@ func (r *Router) known(ctx context.Context, cat *Catalog, scope Scope, name stri
 	}
 	// Waits for this server only, within its start timeout (plus a sign-in
 	// through the call's client when the start needs one: signin.go).
-	tools, err := s.Client.Ready(withInner(ctx, name, "", scope.human))
+	c, release, err := s.clientFor(scope.Principal)
+	if err != nil {
+		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, err.Error())
+	}
+	defer release()
+	tools, err := c.Ready(withInner(ctx, name, "", scope.human))
 	if err != nil {
 		return nil, LinkError(protocol.CodeServerError, protocol.KindServerError, scopedError(scope, name, err))
 	}
-	return newCatalogServer(s.Spec, s.Client, tools, true), nil
+	ks := newCatalogServer(s.Spec, s.Client, tools, true)
+	ks.pairs = s.pairs
+	return ks, nil
 }
 
 // startFailure is a client's start error without the "Server 'x' " head

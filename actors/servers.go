@@ -45,6 +45,9 @@ type toolsUpdate struct {
 type liveServer struct {
 	spec   ServerSpec
 	client *Client
+	// pairs are its principals' own connections (identity: principal);
+	// nil for a shared server.
+	pairs *identities
 }
 
 type applyReq struct {
@@ -130,7 +133,13 @@ func (m *Servers) Serve(ctx context.Context) error {
 			changed := false
 			for name, u := range box {
 				if ls, ok := m.live.Get(name); ok && ls.spec.Hash == u.hash {
-					m.tools[name] = u.tools
+					if ls.pairs != nil {
+						// Each principal may see other tools: search
+						// covers them all.
+						m.tools[name] = unionTools(m.tools[name], u.tools)
+					} else {
+						m.tools[name] = u.tools
+					}
 					changed = true
 				}
 			}
@@ -177,7 +186,11 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 		}
 		sup := suture.New("server:"+s.Name, m.spec("server:"+s.Name))
 		sup.Add(c)
-		m.live.Add(s.Name, &liveServer{spec: s, client: c}, sup)
+		ls := &liveServer{spec: s, client: c}
+		if s.ForPrincipal != nil {
+			ls.pairs = newIdentities(s, m.deps, sup)
+		}
+		m.live.Add(s.Name, ls, sup)
 		if cat, ok := m.deps.Store.Load(s.Hash); ok {
 			m.tools[s.Name] = cat.Tools
 		}
@@ -204,6 +217,9 @@ func (m *Servers) apply(specs []ServerSpec) Diff {
 // its process only after this one's is dead (stopping).
 func (m *Servers) stop(name string, ls *liveServer, why string) {
 	ls.client.retire(why)
+	if ls.pairs != nil {
+		ls.pairs.retire(why)
+	}
 	delete(m.tools, name)
 	m.stopping[name] = ls.client
 	if err := m.live.Remove(name); err != nil {
@@ -215,6 +231,32 @@ func (m *Servers) stop(name string, ls *liveServer, why string) {
 // returned channel is closed once that catalog is the current one.
 func (m *Servers) publish() <-chan struct{} {
 	clients := map[string]*Client{}
-	m.live.Each(func(name string, ls *liveServer) { clients[name] = ls.client })
-	return m.router.publish(catalogSource{specs: m.specs, clients: clients, tools: maps.Clone(m.tools), policy: m.policy})
+	pairs := map[string]*identities{}
+	m.live.Each(func(name string, ls *liveServer) {
+		clients[name] = ls.client
+		if ls.pairs != nil {
+			pairs[name] = ls.pairs
+		}
+	})
+	return m.router.publish(catalogSource{specs: m.specs, clients: clients, pairs: pairs, tools: maps.Clone(m.tools), policy: m.policy})
+}
+
+// unionTools is old with new's tools added or replacing those of the same
+// name, in old's order then new's.
+func unionTools(old, new []ToolInfo) []ToolInfo {
+	out := make([]ToolInfo, 0, len(old)+len(new))
+	at := map[string]int{}
+	for _, t := range old {
+		at[t.Name] = len(out)
+		out = append(out, t)
+	}
+	for _, t := range new {
+		if i, ok := at[t.Name]; ok {
+			out[i] = t
+			continue
+		}
+		at[t.Name] = len(out)
+		out = append(out, t)
+	}
+	return out
 }

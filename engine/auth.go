@@ -37,8 +37,14 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// Tokens is the token store under the state dir.
-func (e *Engine) Tokens() *oauth.Store { return oauth.NewStore(e.Env.StateDir) }
+// Tokens is the shared token store under the state dir, sealed with the key
+// of MCP_BRIDGE_KEY_FILE. It is never nil: without a usable key it still
+// reads plain-text files of an earlier version and refuses every write,
+// and err says why.
+func (e *Engine) Tokens() (*oauth.Store, error) {
+	key, err := e.tokenKey()
+	return oauth.NewStore(e.Env.StateDir, key), err
+}
 
 // Entries loads the configured servers, for bridge auth.
 func (e *Engine) Entries() config.Set { return config.Load(e.configOptions()) }
@@ -46,11 +52,21 @@ func (e *Engine) Entries() config.Set { return config.Load(e.configOptions()) }
 // withAuth gives every http and sse server a transport that carries its
 // stored token (specs is specsFrom(set), entry for entry).
 func (e *Engine) withAuth(set config.Set, specs []actors.ServerSpec) []actors.ServerSpec {
-	store := e.Tokens()
+	store, err := e.Tokens()
+	if err != nil {
+		e.Log.Error().Err(err).Msg("no sign-in can be stored until the key file is fixed")
+	}
 	ui := e.signIn.Load()
 	for i, en := range set.Entries {
 		if en.Type != config.TypeHTTP && en.Type != config.TypeSSE {
 			continue
+		}
+		if en.Identity == config.IdentityPrincipal && e.Env.Serving {
+			specs[i].ForPrincipal = e.forPrincipal(en, specs[i])
+		} else if en.Identity == config.IdentityPrincipal {
+			e.identityIgnored.Do(func() {
+				e.Log.Warn().Str("server", en.Name).Msg(`"identity": "principal" applies under bridge serve only; here the server uses this machine's sign-in (bridge auth login)`)
+			})
 		}
 		t, err := oauth.New(en.Name, en.URL, en.OAuth, store, ui)
 		if err != nil {
@@ -74,10 +90,11 @@ func (e *Engine) withAuth(set config.Set, specs []actors.ServerSpec) []actors.Se
 
 // AuthState is one http server's sign-in state for doctor and auth status.
 type AuthState struct {
-	Server string
-	State  string // "signed in", "signed in, expired", "sign-in required", "no sign-in needed", "unreachable", ...
-	Detail string
-	Fix    string // the command that fixes it; "" when nothing to fix
+	Server   string
+	Identity string // config.IdentityShared or config.IdentityPrincipal
+	State    string // "signed in", "signed in, expired", "sign-in required", "no sign-in needed", "unreachable", ...
+	Detail   string
+	Fix      string // the command that fixes it; "" when nothing to fix
 }
 
 // AuthStates probes each http or sse server (or only name) without a
@@ -85,7 +102,7 @@ type AuthState struct {
 // needs `bridge auth login`.
 func (e *Engine) AuthStates(ctx context.Context, name string) []AuthState {
 	var out []AuthState
-	store := e.Tokens()
+	store, _ := e.Tokens()
 	for _, en := range e.Entries().Entries {
 		if (en.Type != config.TypeHTTP && en.Type != config.TypeSSE) || (name != "" && en.Name != name) {
 			continue
@@ -96,7 +113,7 @@ func (e *Engine) AuthStates(ctx context.Context, name string) []AuthState {
 }
 
 func oauthState(ctx context.Context, en config.Entry, store *oauth.Store) AuthState {
-	st := AuthState{Server: en.Name}
+	st := AuthState{Server: en.Name, Identity: en.Identity}
 	t, err := oauth.New(en.Name, en.URL, en.OAuth, store, nil)
 	if err != nil {
 		st.State, st.Detail = "invalid", err.Error()
@@ -136,11 +153,19 @@ func (e *Engine) doctorAuth(ctx context.Context, only string) []Check {
 		if st.Detail != "" {
 			c.Detail += " " + st.Detail
 		}
-		switch st.State {
-		case "sign-in required":
+		own := st.Identity == config.IdentityPrincipal
+		switch {
+		case own && (st.State == "sign-in required" || st.State == "signed in"):
+			c.Detail = "identity principal: each principal of bridge serve signs in as themselves, from their MCP client"
+		case st.State == "sign-in required":
 			c.Status, c.Detail = "FAIL", "sign-in required; run: "+st.Fix
-		case "unreachable", "invalid":
+		case st.State == "unreachable" || st.State == "invalid":
 			c.Status, c.Detail = "WARN", "could not check sign-in: "+st.Detail
+		case st.State == "signed in" && e.Env.TokensFile != "":
+			// MCP_BRIDGE_TOKENS_FILE: this is bridge serve's environment.
+			c.Status = "WARN"
+			c.Detail += `; under bridge serve every principal acts as this one account at ` + st.Server +
+				`: set "identity": "principal" in its entry so that each signs in as themselves`
 		}
 		out = append(out, c)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"testing"
@@ -27,7 +28,7 @@ func TestAuthStateNoSignIn(t *testing.T) {
 	defer func() { _ = h.Shutdown(context.Background()) }()
 
 	en := config.Entry{Name: "open", Type: config.TypeHTTP, URL: srv.URL + "/mcp"}
-	store := oauth.NewStore(t.TempDir())
+	store := oauth.NewStore(t.TempDir(), bytes.Repeat([]byte{7}, 32))
 	if got := oauthState(context.Background(), en, store); got.State != "no sign-in needed" || got.Fix != "" {
 		t.Errorf("a server that never challenges: %+v, want no sign-in needed", got)
 	}

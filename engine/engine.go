@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,6 +86,12 @@ type Engine struct {
 	// durability is off or it could not be opened (snapErr says why).
 	snaps   *snapshot.Store
 	snapErr error
+	// tkey is the key that seals token files (identity.go); callbacks is
+	// serve's sign-in redirect endpoint, nil elsewhere or when no
+	// principal can sign in. identityIgnored warns once under bridge run.
+	tkey            tokenKeyState
+	callbacks       atomic.Pointer[oauth.Callbacks]
+	identityIgnored sync.Once
 }
 
 // New builds the engine's actors; nothing starts until Serve or Exec.
@@ -216,6 +223,8 @@ func (e *Engine) clientDeps() *actors.ClientDeps {
 		Caps:         e.caps,
 		RelayTimeout: time.Duration(e.Env.ApprovalTimeout) * time.Second,
 		MaxFrame:     e.Env.MaxFrameBytes,
+
+		MaxIdentityConns: e.Env.MaxIdentityConns,
 	}
 }
 
@@ -241,6 +250,13 @@ func (e *Engine) configOptions() config.Options {
 // returns the servers in config order.
 func (e *Engine) loadConfig() ([]actors.ServerSpec, *actors.Policy) {
 	set := config.Load(e.configOptions())
+	set.Entries = slices.DeleteFunc(set.Entries, func(en config.Entry) bool {
+		why := e.identityProblem(en)
+		if why != "" {
+			set.Problems = append(set.Problems, config.Problem{File: en.File, Entry: en.Name, Reason: why})
+		}
+		return why != ""
+	})
 	skipped := make([]actors.ConfigProblem, 0, len(set.Problems))
 	for _, p := range set.Problems {
 		e.Log.Warn().Str("file", p.File).Str("entry", p.Entry).Str("reason", p.Reason).Msg("config entry skipped")
@@ -412,6 +428,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer wg.Wait()
 	e.Log.Info().Str("version", e.Version).Str("runtime", e.Env.Runtime).Str("image", e.Env.Image).
 		Str("configDir", e.Env.ConfigDir).Msg("bridge starting")
+	e.MigrateTokens()
 	err := e.root(front).Serve(ctx)
 	e.traces.shutdown()
 	if errors.Is(err, suture.ErrTerminateSupervisorTree) {
@@ -426,6 +443,7 @@ func (e *Engine) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 func (e *Engine) Exec(ctx context.Context, args actors.Args, emit func(result.Result)) {
 	e.execCaps(ctx)
 	queued := time.Now()
+	e.MigrateTokens()
 	e.sessions.SingleUse = true // one call: a replacement spare would only be stopped again
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -92,6 +92,9 @@ type Env struct {
 	// MaxConnsPerAddr caps bridge serve's open connections from one
 	// remote address; 0 is no cap.
 	MaxConnsPerAddr int
+	// MaxIdentityConns caps the live (server, principal) connections of
+	// one "identity": "principal" server under bridge serve.
+	MaxIdentityConns int
 	// Durability is MCP_BRIDGE_SESSION_DURABILITY (cell, exit or off):
 	// when sessions' snapshots are taken. SnapshotMax and SnapshotTotal
 	// cap one session's snapshot and all of them, in bytes;
@@ -143,7 +146,7 @@ var EnvVars = []string{
 	"MCP_BRIDGE_LOG_FORMAT", "MCP_BRIDGE_LINK",
 	"MCP_BRIDGE_K8S_NAMESPACE", "MCP_BRIDGE_K8S_PULL_POLICY", "MCP_BRIDGE_K8S_WARM_POOL", "MCP_BRIDGE_K8S_RUNTIME_CLASS",
 	"MCP_BRIDGE_K8S_NODE_NAME", "MCP_BRIDGE_K8S_SECCOMP_PROFILE",
-	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL",
+	"MCP_BRIDGE_TOKENS_FILE", "MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL", "MCP_BRIDGE_MAX_IDENTITY_CONNS",
 	"MCP_BRIDGE_MAX_CONNS_PER_ADDR",
 	"MCP_BRIDGE_SESSION_DURABILITY", "MCP_BRIDGE_SNAPSHOT_MAX", "MCP_BRIDGE_SNAPSHOT_TOTAL", "MCP_BRIDGE_SNAPSHOT_RETENTION",
 	"MCP_BRIDGE_KEY_FILE",
@@ -297,6 +300,7 @@ func LoadEnv(getenv func(string) string, home string) (Env, error) {
 	e.MaxSessions = r.intRange("MCP_BRIDGE_MAX_SESSIONS", 8, 1, 512)
 	e.TokensFile = r.str("MCP_BRIDGE_TOKENS_FILE")
 	e.MaxSessionsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL", 8, 1, 512)
+	e.MaxIdentityConns = r.intRange("MCP_BRIDGE_MAX_IDENTITY_CONNS", 64, 1, 4096)
 	e.MaxCallsPerPrincipal = r.intRange("MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL", 4, 1, 512)
 	e.MaxConnsPerAddr = r.intRange("MCP_BRIDGE_MAX_CONNS_PER_ADDR", 64, 0, 65536)
 	e.UnsafeLocal = r.boolean("MCP_BRIDGE_UNSAFE_LOCAL")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/httpd"
+	"github.com/bridge-mcp/bridge/engine/oauth"
 )
 
 // HTTPOptions are bridge serve's flags.
@@ -42,6 +43,10 @@ type HTTPOptions struct {
 	// LeaderElect stands by until this replica holds the leader Lease
 	// (leader.go); the kubernetes runtime only.
 	LeaderElect bool
+	// PublicURL is the bridge's external base URL, where browsers come back
+	// after a principal's own sign-in (/oauth/callback); "": the listen
+	// address.
+	PublicURL string
 }
 
 // DefaultDrainTimeout is --drain-timeout's default: under Kubernetes'
@@ -155,6 +160,13 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		defer lead.stop()
 	}
 	e.router.StoreFor = e.principalStores()
+	e.router.SignIns = principalSignIns{e}
+	var callbacks *oauth.Callbacks
+	if pub, err := PublicURL(opts); err == nil && callbackUsable(pub) == "" && tokens != nil {
+		callbacks = oauth.NewCallbacks(pub.String() + CallbackPath)
+		e.callbacks.Store(callbacks)
+	}
+	e.MigrateTokens()
 	e.router.OnProxied = metrics.Proxied
 	e.sessions.PerPrincipal = e.Env.MaxSessionsPerPrincipal
 	// Principals share the bridge by their young calls in flight from half
@@ -180,7 +192,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins, MetricsPrincipals: opts.MetricsPrincipals,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
-		Ready: ready.ok, Standby: lead.isStandby, Drain: drain,
+		Ready: ready.ok, Standby: lead.isStandby, Drain: drain, Callback: callbackHandler(callbacks),
 	})
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {

@@ -488,6 +488,7 @@ var badEnvValues = map[string][]string{
 	"MCP_BRIDGE_TOOL_INVENTORY":         {"all", "names,descriptions"},
 
 	"MCP_BRIDGE_MAX_SESSIONS_PER_PRINCIPAL": {"0", "513", "x"},
+	"MCP_BRIDGE_MAX_IDENTITY_CONNS":         {"0", "4097", "x"},
 	"MCP_BRIDGE_MAX_CALLS_PER_PRINCIPAL":    {"0", "513", "x"},
 	"MCP_BRIDGE_MAX_CONNS_PER_ADDR":         {"-1", "65537", "x"},
 	"MCP_BRIDGE_SESSION_DURABILITY":         {"always", "on"},

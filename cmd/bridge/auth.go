@@ -113,9 +113,14 @@ func (m *Main) authLogin(ctx context.Context, args []string) int {
 	if *noBrowser {
 		ui.Open, ui.Paste = nil, m.Stdin
 	}
+	store, err := e.Tokens()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: auth login %s: %v\n", en.Name, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout*oauth.MaxAttempts+time.Minute)
 	defer cancel()
-	res, err := oauth.Login(ctx, en, e.Tokens(), ui, *scope)
+	res, err := oauth.Login(ctx, en, store, ui, *scope)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: auth login %s: %v\n", en.Name, err)
 		return 1
@@ -155,7 +160,8 @@ func describe(r *oauth.Record) string {
 
 func (m *Main) authStatus(_ context.Context, args []string) int {
 	fs := flag.NewFlagSet("auth status", flag.ContinueOnError)
-	if m.authSubHelp("status", "", "Lists every http or sse server with what the token store holds for it (files only).", fs, args) {
+	principal := fs.String("principal", "", "show the own sign-ins of bridge serve's `PRINCIPAL` (servers with \"identity\": \"principal\")")
+	if m.authSubHelp("status", "[--principal P]", "Lists every http or sse server with what the token store holds for it (files only).", fs, args) {
 		return 0
 	}
 	if _, code, ok := m.parse("auth status", fs, args, 0); !ok {
@@ -166,32 +172,54 @@ func (m *Main) authStatus(_ context.Context, args []string) int {
 		return 2
 	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
-	printStatus(m.Stdout, e)
+	store, err := e.Tokens()
+	if *principal != "" {
+		store, err = e.PrincipalTokens(*principal)
+		if store == nil {
+			return m.usage("auth status: --principal: %v", err)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "bridge: auth status: %v\n", err)
+		return 1
+	}
+	printStatus(m.Stdout, e, store, *principal)
 	return 0
 }
 
-// printStatus lists every http server with what the token store holds for
-// it; it reads files only (bridge doctor asks the servers).
-func printStatus(w io.Writer, e *engine.Engine) {
-	store := e.Tokens()
+// printStatus lists every http server with what store holds for it: the
+// shared store, or principal's own; it reads files only (bridge doctor asks
+// the servers).
+func printStatus(w io.Writer, e *engine.Engine, store *oauth.Store, principal string) {
 	n := 0
 	for _, en := range e.Entries().Entries {
 		if en.Type != config.TypeHTTP && en.Type != config.TypeSSE {
 			continue
 		}
 		n++
+		own := en.Identity == config.IdentityPrincipal
+		if principal != "" && !own {
+			fmt.Fprintf(w, "%s: shared identity: %s uses the operator's sign-in (bridge auth status)\n", en.Name, principal)
+			continue
+		}
 		t, err := oauth.New(en.Name, en.URL, en.OAuth, store, nil)
 		if err != nil {
 			continue
 		}
 		rec, err := store.Load(en.Name, t.Canonical())
+		login := "run: bridge auth login " + en.Name
+		if principal != "" {
+			login = principal + " signs in from their MCP client, at their next call"
+		}
 		switch {
+		case principal == "" && own && (rec == nil || err != nil):
+			fmt.Fprintf(w, "%s: identity principal: each principal signs in as themselves (bridge auth status --principal P)\n", en.Name)
 		case err != nil:
-			fmt.Fprintf(w, "%s: token file unreadable (%v); run: bridge auth login %s\n", en.Name, err, en.Name)
+			fmt.Fprintf(w, "%s: token file unreadable (%v); %s\n", en.Name, err, login)
 		case rec == nil || (rec.AccessToken == "" && rec.RefreshToken == ""):
 			fmt.Fprintf(w, "%s: not signed in (bridge doctor tells whether it needs it)\n", en.Name)
 		case !rec.Valid(time.Now()) && rec.RefreshToken == "":
-			fmt.Fprintf(w, "%s: sign-in expired; run: bridge auth login %s\n", en.Name, en.Name)
+			fmt.Fprintf(w, "%s: sign-in expired; %s\n", en.Name, login)
 		default:
 			fmt.Fprintf(w, "%s: signed in%s\n", en.Name, describe(rec))
 		}
@@ -203,7 +231,8 @@ func printStatus(w io.Writer, e *engine.Engine) {
 
 func (m *Main) authLogout(_ context.Context, args []string) int {
 	fs := flag.NewFlagSet("auth logout", flag.ContinueOnError)
-	if m.authSubHelp("logout", "NAME", "Removes the stored tokens of server NAME.", fs, args) {
+	principal := fs.String("principal", "", "remove the own tokens of bridge serve's `PRINCIPAL` only (servers with \"identity\": \"principal\")")
+	if m.authSubHelp("logout", "NAME [--principal P]", "Removes the stored tokens of server NAME: the shared ones, or one principal's own.", fs, args) {
 		return 0
 	}
 	pos, code, ok := m.parse("auth logout", fs, args, 1)
@@ -218,16 +247,27 @@ func (m *Main) authLogout(_ context.Context, args []string) int {
 		return 2
 	}
 	e := engine.New(env, Version(), m.logger(env, m.levelFromEnv(env, zerolog.WarnLevel)), m.Getenv, false)
-	n, err := e.Tokens().Delete(pos[0])
+	// Delete reads no file's content: a key problem does not stop a logout.
+	store, _ := e.Tokens()
+	who := ""
+	if *principal != "" {
+		own, err := e.PrincipalTokens(*principal)
+		if own == nil {
+			return m.usage("auth logout: --principal: %v", err)
+		}
+		store = own
+		who = " for " + *principal
+	}
+	n, err := store.Delete(pos[0])
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "bridge: auth logout %s: %v\n", pos[0], err)
 		return 1
 	}
 	if n == 0 {
-		fmt.Fprintf(m.Stdout, "%s: was not signed in\n", pos[0])
+		fmt.Fprintf(m.Stdout, "%s: was not signed in%s\n", pos[0], who)
 		return 0
 	}
-	fmt.Fprintf(m.Stdout, "%s: signed out (tokens removed)\n", pos[0])
+	fmt.Fprintf(m.Stdout, "%s: signed out%s (tokens removed)\n", pos[0], who)
 	return 0
 }
 

@@ -35,6 +35,8 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		"Not given: every principal may read it. Under --insecure-no-auth the principal is \"anonymous\"")
 	leaderElect := fs.Bool("leader-elect", false, "stand by until this replica holds the leader Lease, so that replicas sharing a state volume fail over "+
 		"(MCP_BRIDGE_RUNTIME=kubernetes; bridge kubernetes manifests --replicas 2 sets it)")
+	publicURL := fs.String("public-url", "", "the bridge's external base `URL` (https://bridge.example.com), where browsers come back after a principal's own sign-in "+
+		"(/oauth/callback; servers with \"identity\": \"principal\"). Default: the --listen address")
 	watch := fs.Bool("watch", false, "reload the server configuration when its files change (and on SIGHUP)")
 	if _, code, ok := m.parse("serve", fs, args, 0); !ok {
 		return code
@@ -44,8 +46,11 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 		return 2
 	}
 	opts := engine.HTTPOptions{Listen: *listen, TLSCert: *cert, TLSKey: *key, DrainTimeout: *drain,
-		AllowedOrigins: origins, InsecureNoAuth: *noAuth, MetricsPrincipals: metricsPrincipals, LeaderElect: *leaderElect}
+		AllowedOrigins: origins, InsecureNoAuth: *noAuth, MetricsPrincipals: metricsPrincipals, LeaderElect: *leaderElect, PublicURL: *publicURL}
 	if err := engine.CheckListen(opts, env.TokensFile); err != nil {
+		return m.usage("%v", err)
+	}
+	if _, err := engine.PublicURL(opts); err != nil {
 		return m.usage("%v", err)
 	}
 	if *leaderElect && env.Runtime != engine.RuntimeKubernetes {
@@ -73,6 +78,9 @@ func (m *Main) serveCmd(ctx context.Context, args []string) int {
 	}
 	log := m.logger(env, env.LogLevel)
 	e := engine.New(env, Version(), log, m.Getenv, *watch)
+	if err := e.CheckIdentities(opts); err != nil {
+		return m.usage("%v", err)
+	}
 	if err := e.ServeHTTP(ctx, opts); err != nil {
 		log.Error().Err(err).Msg("bridge stopped")
 		return 1

@@ -38,22 +38,32 @@ const maxFileSize = 16 << 20
 // its Type are empty: a stdio entry has no URL or Headers, and an http or sse
 // entry has no Command, Args, Env or Cwd. Empty lists and maps are nil.
 type Entry struct {
-	Name        string
-	File        string // the config file it came from
-	Type        string // TypeStdio, TypeHTTP or TypeSSE
-	Command     string // non-empty for stdio
-	Args        []string
-	Env         map[string]string
-	Cwd         string
-	URL         string // an http or https URL, non-empty for http and sse
-	Headers     map[string]string
-	OAuth       *OAuth // http and sse only; nil without an "oauth" block
+	Name    string
+	File    string // the config file it came from
+	Type    string // TypeStdio, TypeHTTP or TypeSSE
+	Command string // non-empty for stdio
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	URL     string // an http or https URL, non-empty for http and sse
+	Headers map[string]string
+	OAuth   *OAuth // http and sse only; nil without an "oauth" block
+	// Identity is whose sign-in the server's requests carry: IdentityShared
+	// (the operator's `bridge auth login`, the default) or IdentityPrincipal
+	// (each principal of bridge serve signs in as themselves).
+	Identity    string // "" for stdio
 	Description string // the entry's when non-empty, else the file-level description, else ""
 	// Hash is the hex SHA-256 of the normalized entry: type, command, args,
 	// env, cwd, url and headers, but not name, file or description. It does
 	// not depend on map order, so it keys the disk catalog and the reload diff.
 	Hash string
 }
+
+// Identities of an http or sse entry ("identity").
+const (
+	IdentityShared    = "shared"
+	IdentityPrincipal = "principal"
+)
 
 // Problem is a skipped file or entry, for warnings and `bridge doctor`.
 // Entry is "" for a file, and for an entry whose name is empty.

@@ -82,7 +82,22 @@ func parseEntry(name string, raw any, fileDesc string) (e Entry, disabled bool, 
 		return e, false, nil, fmt.Errorf(`"type" must be "stdio", "http" or "sse", not %q`, typ)
 	}
 
+	identity, err := stringField(o, "identity")
+	if err != nil {
+		return e, false, nil, err
+	}
+	switch identity {
+	case "":
+		identity = IdentityShared
+	case IdentityShared, IdentityPrincipal:
+	default:
+		return e, false, nil, fmt.Errorf(`"identity" must be "shared" or "principal", not %q`, identity)
+	}
+
 	if e.Type == TypeStdio {
+		if identity == IdentityPrincipal {
+			return e, false, nil, errors.New(`"identity": "principal" needs an http or sse server: a stdio server has no per-user sign-in`)
+		}
 		if e.Command == "" {
 			return e, false, nil, errors.New(`missing "command", required for a stdio server`)
 		}
@@ -101,6 +116,15 @@ func parseEntry(name string, raw any, fileDesc string) (e Entry, disabled bool, 
 	}
 	if e.OAuth, err = parseOAuth(o); err != nil {
 		return e, false, nil, err
+	}
+	e.Identity = identity
+	if e.Identity == IdentityPrincipal {
+		for k := range e.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				return e, false, nil, errors.New(`"identity": "principal" and a static "Authorization" header exclude each other: ` +
+					`the header would send one credential for every user; remove one`)
+			}
+		}
 	}
 	ignored = present(o, "command", "args", "env", "cwd")
 	e.Command, e.Args, e.Env, e.Cwd = "", nil, nil, ""
@@ -214,6 +238,11 @@ func hashEntry(e Entry) string {
 	writeString(h, e.Cwd)
 	writeString(h, e.URL)
 	writeMap(h, e.Headers)
+	if e.Identity == IdentityPrincipal {
+		// Only then: every shared entry keeps the hash (and the disk
+		// catalog) it had before identities existed.
+		writeString(h, e.Identity)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -48,3 +48,47 @@ func TestParseOAuth(t *testing.T) {
 		t.Errorf("stdio with oauth: %+v, ignored %v, err %v", e.OAuth, ignored, err)
 	}
 }
+
+func TestParseIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name, entry string
+		want        string
+		err         string
+	}{
+		{"default", `{"url":"https://x/mcp"}`, IdentityShared, ""},
+		{"shared", `{"url":"https://x/mcp","identity":"shared"}`, IdentityShared, ""},
+		{"principal", `{"url":"https://x/mcp","identity":"principal"}`, IdentityPrincipal, ""},
+		{"stdio shared", `{"command":"x","identity":"shared"}`, "", ""},
+		{"unknown", `{"url":"https://x/mcp","identity":"user"}`, "", `"identity" must be "shared" or "principal", not "user"`},
+		{"not a string", `{"url":"https://x/mcp","identity":true}`, "", `"identity" must be a string, not a boolean`},
+		{"stdio", `{"command":"x","identity":"principal"}`, "", `"identity": "principal" needs an http or sse server: a stdio server has no per-user sign-in`},
+		{"static header", `{"url":"https://x/mcp","identity":"principal","headers":{"authorization":"Bearer x"}}`, "",
+			`"identity": "principal" and a static "Authorization" header exclude each other: the header would send one credential for every user; remove one`},
+	} {
+		raw, err := decodeJSON([]byte(tc.entry))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _, _, err := parseEntry("s", raw, "")
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.err {
+			t.Errorf("%s: err = %q, want %q", tc.name, got, tc.err)
+			continue
+		}
+		if err == nil && e.Identity != tc.want {
+			t.Errorf("%s: identity = %q, want %q", tc.name, e.Identity, tc.want)
+		}
+	}
+	// The identity is part of the hash only when it is a principal's, so
+	// shared entries keep the hash they had.
+	shared, _ := decodeJSON([]byte(`{"url":"https://x/mcp"}`))
+	principal, _ := decodeJSON([]byte(`{"url":"https://x/mcp","identity":"principal"}`))
+	a, _, _, _ := parseEntry("s", shared, "")
+	b, _, _, _ := parseEntry("s", principal, "")
+	if hashEntry(a) == hashEntry(b) {
+		t.Error("a change of identity must change the config hash")
+	}
+}

@@ -50,6 +50,10 @@ type Config struct {
 	Drain   *Drain
 	Metrics *Metrics
 	Log     zerolog.Logger
+	// Callback is the sign-in redirect endpoint of principals' own
+	// upstream sign-ins (engine/oauth.Callbacks); nil: none is pending
+	// ever, and the path answers 404.
+	Callback http.Handler
 }
 
 // Anonymous is the principal of every caller when authentication is off.
@@ -88,7 +92,16 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/.well-known/oauth-authorization-server/", notFound)
 	mux.Handle("/metrics", cfg.auth(cfg.metricsAuth(cfg.Metrics.Handler())))
 	mux.Handle("/mcp", cfg.refuseStandby(cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(traceParent(cfg.MCP)))))))
-	return cfg.count(cfg.deadline(cfg.guard(mux)))
+	// The sign-in callback skips the Origin check and auth (callback.go);
+	// the DNS rebinding check still applies.
+	guarded, signIn := cfg.guard(mux), cfg.hostCheck(cfg.callback(cfg.Callback))
+	return cfg.count(cfg.deadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == CallbackPath {
+			signIn.ServeHTTP(w, r)
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	})))
 }
 
 func (cfg Config) standby() bool { return cfg.Standby != nil && cfg.Standby() }

@@ -39,6 +39,11 @@ type Interaction struct {
 	// Ask, when set, sends the URL to the person of the request's ctx
 	// (URL-mode elicitation) instead of Open; false ends the sign-in.
 	Ask func(ctx context.Context, url string) bool
+	// Callbacks, when set, is bridge serve's redirect endpoint: the
+	// browser comes back to it rather than to a loopback listener, and
+	// Principal is whose sign-in this is (the state binds the code to it).
+	Callbacks *Callbacks
+	Principal string
 }
 
 // DefaultTimeout is how long a sign-in waits for the browser.
@@ -84,11 +89,13 @@ func (s *signIn) run(ctx context.Context) (*Record, error) {
 	}
 	scope := s.selectScope(rm)
 
-	redirect, codes, stop, err := s.listen()
+	state := randomString(24)
+	redirect, codes, stop, err := s.listen(state)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	var failed error // what the callback page reports
+	defer func() { stop(failed) }()
 	prev, _ := s.store.Load(s.server, canonical(s.url))
 	rec, err := s.register(ctx, as, redirect, prev)
 	if err != nil {
@@ -97,7 +104,6 @@ func (s *signIn) run(ctx context.Context) (*Record, error) {
 	rec.Indicator = indicator
 
 	verifier := randomString(32)
-	state := randomString(24)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{
 		"response_type":         {"code"},
@@ -120,17 +126,20 @@ func (s *signIn) run(ctx context.Context) (*Record, error) {
 	}
 	code, err := s.await(ctx, authURL, state, codes)
 	if err != nil {
+		failed = err
 		return nil, err
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
 		"code_verifier": {verifier}, "resource": {indicator}}
 	tr, err := tokenRequest(ctx, s.hc, rec, form)
 	if err != nil {
+		failed = err
 		return nil, err
 	}
 	tr.apply(rec, scope, s.now())
 	rec.Server, rec.Resource = s.server, canonical(s.url)
 	if err := s.store.Save(rec); err != nil {
+		failed = errors.New("the token could not be stored")
 		return nil, err
 	}
 	return rec, nil
@@ -266,8 +275,15 @@ type callback struct {
 
 // listen starts the loopback redirect listener on 127.0.0.1 (the
 // configured port, or any free one). With Paste set it only reserves the
-// redirect URI's port. stop shuts the listener and waits for it.
-func (s *signIn) listen() (redirect string, codes <-chan callback, stop func(), err error) {
+// redirect URI's port. With Callbacks set (bridge serve) it registers
+// state there instead, for the interaction's timeout. stop shuts the
+// listener and waits for it, or reports the sign-in's outcome to the
+// callback page.
+func (s *signIn) listen(state string) (redirect string, codes <-chan callback, stop func(error), err error) {
+	if cb := s.ui.Callbacks; cb != nil {
+		codes, done := cb.open(state, s.ui.Principal, s.server, s.timeout())
+		return cb.RedirectURI, codes, done, nil
+	}
 	port := 0
 	if s.cfg != nil && s.cfg.CallbackPort != 0 {
 		port = s.cfg.CallbackPort
@@ -280,7 +296,7 @@ func (s *signIn) listen() (redirect string, codes <-chan callback, stop func(), 
 	ch := make(chan callback, 1)
 	if s.ui.Paste != nil {
 		ln.Close()
-		return redirect, ch, func() {}, nil
+		return redirect, ch, func(error) {}, nil
 	}
 	var once sync.Once
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -306,7 +322,7 @@ func (s *signIn) listen() (redirect string, codes <-chan callback, stop func(), 
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	return redirect, ch, func() {
+	return redirect, ch, func(error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
@@ -323,17 +339,14 @@ func (s *signIn) await(ctx context.Context, authURL, state string, codes <-chan 
 		fmt.Fprintf(s.ui.Out, "bridge: then paste here the URL the browser was sent to (it starts with http://127.0.0.1):\n")
 	} else if s.ui.Ask != nil {
 		if !s.ui.Ask(ctx, authURL) {
-			return "", &RequiredError{Server: s.server, Scope: s.scope, Reason: " (the sign-in link was not accepted)"}
+			return "", &RequiredError{Server: s.server, Scope: s.scope, Reason: " (the sign-in link was not accepted)", Principal: s.ui.Principal}
 		}
 	} else if s.ui.Open != nil {
 		if err := s.ui.Open(authURL); err != nil {
 			fmt.Fprintf(s.ui.Out, "bridge: could not open a browser (%v); open the URL yourself\n", err)
 		}
 	}
-	timeout := s.ui.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := s.timeout()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var cb callback
@@ -354,7 +367,11 @@ func (s *signIn) await(ctx context.Context, authURL, state string, codes <-chan 
 		case <-ctx.Done():
 			return "", fmt.Errorf("sign-in to %s: %w", s.server, ctx.Err())
 		case <-timer.C:
-			return "", fmt.Errorf("sign-in to %s: no answer from the browser within %s (the sign-in timeout, --timeout)", s.server, timeout)
+			limit := "the sign-in timeout, --timeout"
+			if s.ui.Callbacks != nil {
+				limit = "MCP_BRIDGE_APPROVAL_TIMEOUT"
+			}
+			return "", fmt.Errorf("sign-in to %s: no answer from the browser within %s (%s)", s.server, timeout, limit)
 		}
 	}
 	if subtle.ConstantTimeCompare([]byte(cb.state), []byte(state)) != 1 {
@@ -367,6 +384,14 @@ func (s *signIn) await(ctx context.Context, authURL, state string, codes <-chan 
 		return "", fmt.Errorf("sign-in to %s: the redirect carries no code", s.server)
 	}
 	return cb.code, nil
+}
+
+// timeout bounds the wait for the browser.
+func (s *signIn) timeout() time.Duration {
+	if s.ui.Timeout > 0 {
+		return s.ui.Timeout
+	}
+	return DefaultTimeout
 }
 
 // readLine reads one line from r, or fails on ctx or the timer. The reader

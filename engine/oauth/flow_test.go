@@ -96,7 +96,7 @@ func browser(base *http.Transport) func(string) error {
 func newTestTransport(t *testing.T, f *fakeAuth, ui *Interaction) *Transport {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	tr, err := New("srv", f.srv.URL+"/mcp", nil, NewStore(t.TempDir()), ui)
+	tr, err := New("srv", f.srv.URL+"/mcp", nil, NewStore(t.TempDir(), testKey), ui)
 	if err != nil {
 		t.Fatal(err)
 	}

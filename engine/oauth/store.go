@@ -9,14 +9,31 @@
 // Tokens live in 0600 files in a 0700 directory under the state dir; they
 // never appear in log lines or error texts, and never leave the host process
 // (the sandbox reaches servers through the bridge, never with a token).
+//
+// A token file, token-<hash of server and resource>.json, is encrypted at
+// rest. It is one line of four space-separated fields, the last three
+// base64url without padding:
+//
+//	bridge-token-v1 SERVER RESOURCE SEALED
+//
+// SERVER and RESOURCE are in the clear so List and Delete can tell a file's
+// pair without opening it (Delete removes a file sealed under another key
+// too). SEALED is a 12-byte random nonce followed by the AES-256-GCM
+// ciphertext of the Record's JSON; the key is HKDF-SHA-256 of the bridge
+// key (MCP_BRIDGE_KEY_FILE) with info "bridge oauth token files v1", and
+// the additional data is "bridge-token-v1" then the length-prefixed server
+// and resource, so a file copied under another pair's name, or with its
+// header edited, does not open. The previous version wrote the Record's
+// JSON in the clear; such a file still reads, every write seals, and
+// Store.Migrate seals the ones left.
 package oauth
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,20 +93,44 @@ func (r Record) GoString() string { return r.String() }
 // counts as signed out and the next sign-in replaces the file.
 var ErrCorrupt = errors.New("token file is corrupt")
 
+// unusable reports whether err is a token file the next write replaces:
+// one that is corrupt or sealed under another key.
+func unusable(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrKey)
+}
+
 // maxRecord bounds one token file.
 const maxRecord = 1 << 20
 
 // Store is the token directory. Every write happens under an exclusive
 // file lock and replaces the file atomically, because a stdio bridge and a
-// `bridge exec` may refresh the same token at once.
+// `bridge exec` may refresh the same token at once. Every write seals the
+// record; without a bridge key (nil or shorter than 32 bytes) the store
+// reads plaintext files only and every write fails, so no token is ever
+// written in the clear.
 type Store struct {
 	dir string
+	key []byte // the derived AES-256 key; nil without a usable bridge key
 }
 
-// NewStore returns the store under stateDir/.bridge/oauth.
-func NewStore(stateDir string) *Store {
-	return &Store{dir: filepath.Join(stateDir, ".bridge", "oauth")}
+// NewStore returns the store under stateDir/.bridge/oauth, sealing with a
+// key derived from key, the bridge key of MCP_BRIDGE_KEY_FILE.
+func NewStore(stateDir string, key []byte) *Store {
+	return NewStoreAt(filepath.Join(stateDir, ".bridge", "oauth"), key)
 }
+
+// NewStoreAt returns the store in dir as is (a principal's own store),
+// sealing with a key derived from key.
+func NewStoreAt(dir string, key []byte) *Store {
+	return &Store{dir: dir, key: deriveKey(key)}
+}
+
+// String names the directory only, so a store in a log line or error
+// never shows its key.
+func (s *Store) String() string { return "token store " + s.dir }
+
+// GoString is String for %#v.
+func (s *Store) GoString() string { return s.String() }
 
 // Dir is the token directory.
 func (s *Store) Dir() string { return s.dir }
@@ -123,12 +164,24 @@ func (s *Store) path(server, resource string) string {
 }
 
 // Load reads the record of server and resource: nil without one,
-// ErrCorrupt when the file does not parse or names another server.
+// ErrCorrupt when the file does not parse or names another pair, ErrKey
+// when it was sealed under another key.
 func (s *Store) Load(server, resource string) (*Record, error) {
-	return s.read(s.path(server, resource), server, resource)
+	tf, err := s.read(s.path(server, resource))
+	if err != nil || tf == nil {
+		return nil, err
+	}
+	if !tf.known || tf.server != server || tf.resource != resource {
+		// Checked before tf.err: a file copied from another pair is
+		// corrupt here whichever key sealed it.
+		return nil, ErrCorrupt
+	}
+	return tf.rec, tf.err
 }
 
-func (s *Store) read(path, server, resource string) (*Record, error) {
+// read reads and decodes the file at path: nil when there is none, an
+// error only when the file cannot be read at all.
+func (s *Store) read(path string) (*tokenFile, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -137,33 +190,26 @@ func (s *Store) read(path, server, resource string) (*Record, error) {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
 	defer f.Close()
-	var r Record
-	buf := make([]byte, maxRecord+1)
-	n, _ := readFull(f, buf)
-	if n > maxRecord || json.Unmarshal(buf[:n], &r) != nil {
-		return nil, ErrCorrupt
+	data, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return nil, fmt.Errorf("token file: %w", err)
 	}
-	if server != "" && (r.Server != server || r.Resource != resource) {
-		return nil, ErrCorrupt
+	tf := tokenFile{err: ErrCorrupt}
+	if len(data) <= maxRecord {
+		tf = s.decode(data)
 	}
-	return &r, nil
+	tf.path = path
+	return &tf, nil
 }
 
-func readFull(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// Update runs fn on the current record (nil when none or corrupt) under the
-// lock and saves what it returns; a nil result saves nothing.
+// Update runs fn on the current record (nil when none, corrupt or sealed
+// under another key) under the lock and saves what it returns, sealed; a
+// nil result saves nothing.
 func (s *Store) Update(server, resource string, fn func(*Record) (*Record, error)) (*Record, error) {
+	if s.key == nil {
+		// Before fn, which may already have spent a grant.
+		return nil, errNoKey
+	}
 	if err := s.ensureDir(); err != nil {
 		return nil, err
 	}
@@ -173,7 +219,7 @@ func (s *Store) Update(server, resource string, fn func(*Record) (*Record, error
 	}
 	defer unlock()
 	cur, err := s.Load(server, resource)
-	if err != nil && !errors.Is(err, ErrCorrupt) {
+	if err != nil && !unusable(err) {
 		return nil, err
 	}
 	next, err := fn(cur)
@@ -181,7 +227,11 @@ func (s *Store) Update(server, resource string, fn func(*Record) (*Record, error
 		return cur, err
 	}
 	next.Server, next.Resource = server, resource
-	if err := s.write(s.path(server, resource), next); err != nil {
+	data, err := s.seal(next)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.write(s.path(server, resource), data); err != nil {
 		return nil, err
 	}
 	return next, nil
@@ -193,13 +243,9 @@ func (s *Store) Save(r *Record) error {
 	return err
 }
 
-// write replaces path atomically: a 0600 temp file in the same directory,
-// synced, then renamed over the old one.
-func (s *Store) write(path string, r *Record) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("token file: %w", err)
-	}
+// write replaces path with data atomically: a 0600 temp file in the same
+// directory, synced, then renamed over the old one. Callers hold the lock.
+func (s *Store) write(path string, data []byte) error {
 	f, err := os.CreateTemp(s.dir, ".token-*")
 	if err != nil {
 		return fmt.Errorf("token file: %w", err)
@@ -227,7 +273,8 @@ func (s *Store) write(path string, r *Record) error {
 	return nil
 }
 
-// Delete removes every record of server; it reports how many it removed.
+// Delete removes every token file of server, including ones sealed under
+// another key; it reports how many it removed.
 func (s *Store) Delete(server string) (int, error) {
 	if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -237,11 +284,10 @@ func (s *Store) Delete(server string) (int, error) {
 		return 0, err
 	}
 	defer unlock()
-	recs, paths := s.scan()
 	n := 0
-	for i, r := range recs {
-		if r.Server == server {
-			if err := os.Remove(paths[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, tf := range s.scan() {
+		if tf.known && tf.server == server {
+			if err := os.Remove(tf.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return n, fmt.Errorf("token file: %w", err)
 			}
 			n++
@@ -250,28 +296,67 @@ func (s *Store) Delete(server string) (int, error) {
 	return n, nil
 }
 
-// List returns every readable record.
+// Migrate seals every plaintext token file the previous version wrote, in
+// place and atomically, under the lock; it reports how many it sealed. A
+// missing directory has none.
+func (s *Store) Migrate() (int, error) {
+	if _, err := os.Stat(s.dir); errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if s.key == nil {
+		return 0, errNoKey
+	}
+	if err := s.ensureDir(); err != nil {
+		return 0, err
+	}
+	unlock, err := lockDir(s.dir)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	n := 0
+	for _, tf := range s.scan() {
+		if tf.sealed || tf.rec == nil {
+			continue
+		}
+		data, err := s.seal(tf.rec)
+		if err != nil {
+			return n, err
+		}
+		if err := s.write(tf.path, data); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// List returns every record that reads with this store's key.
 func (s *Store) List() []*Record {
-	recs, _ := s.scan()
+	var recs []*Record
+	for _, tf := range s.scan() {
+		if tf.rec != nil {
+			recs = append(recs, tf.rec)
+		}
+	}
 	return recs
 }
 
-func (s *Store) scan() ([]*Record, []string) {
+// scan reads every token file of the directory; a file that cannot be
+// read at all is left out.
+func (s *Store) scan() []*tokenFile {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
-	var recs []*Record
-	var paths []string
+	var out []*tokenFile
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), "token-") || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		p := filepath.Join(s.dir, e.Name())
-		if r, err := s.read(p, "", ""); err == nil && r != nil {
-			recs = append(recs, r)
-			paths = append(paths, p)
+		if tf, err := s.read(filepath.Join(s.dir, e.Name())); err == nil && tf != nil {
+			out = append(out, tf)
 		}
 	}
-	return recs, paths
+	return out
 }

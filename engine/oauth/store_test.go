@@ -21,7 +21,7 @@ func TestStorePermissions(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(state, ".bridge", "oauth"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(state)
+	s := NewStore(state, testKey)
 	if err := s.Save(&Record{Server: "gh", Resource: "https://x/mcp", AccessToken: "secret-a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestStorePermissions(t *testing.T) {
 }
 
 func TestStoreCorruptFile(t *testing.T) {
-	s := NewStore(t.TempDir())
+	s := NewStore(t.TempDir(), testKey)
 	if err := s.Save(&Record{Server: "gh", Resource: "https://x/mcp", AccessToken: "a"}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestStoreRefreshesOnceAcrossRacers(t *testing.T) {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
-	s := NewStore(t.TempDir())
+	s := NewStore(t.TempDir(), testKey)
 	now := time.Now
 	if err := s.Save(&Record{Server: "gh", Resource: "https://x/mcp", TokenEndpoint: srv.URL + "/token", ClientID: "c", AuthMethod: "none",
 		AccessToken: "old-token", RefreshToken: "refresh-1", ExpiresAt: now().Add(-time.Minute)}); err != nil {
@@ -151,7 +151,7 @@ func TestStoreRefreshesOnceAcrossRacers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Separate stores: like a stdio bridge and a bridge exec.
-			rec, err := NewStore(filepath.Dir(filepath.Dir(s.Dir()))).Current(context.Background(), hc, "gh", "https://x/mcp", now)
+			rec, err := NewStore(filepath.Dir(filepath.Dir(s.Dir())), testKey).Current(context.Background(), hc, "gh", "https://x/mcp", now)
 			if err != nil || rec == nil {
 				t.Errorf("Current: %v, %v", rec, err)
 				return
@@ -179,7 +179,7 @@ func TestStoreRefreshRefusedSignsOut(t *testing.T) {
 	srv := tokenServer(t, &hits)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	s := NewStore(t.TempDir())
+	s := NewStore(t.TempDir(), testKey)
 	if err := s.Save(&Record{Server: "gh", Resource: "https://x/mcp", TokenEndpoint: srv.URL + "/token", ClientID: "c", AuthMethod: "none",
 		AccessToken: "old", RefreshToken: "revoked", ExpiresAt: time.Now().Add(-time.Minute)}); err != nil {
 		t.Fatal(err)

@@ -118,7 +118,9 @@ func oneLine(s string) string {
 // there is no usable token.
 func (s *Store) Current(ctx context.Context, hc *http.Client, server, resource string, now func() time.Time) (*Record, error) {
 	rec, err := s.Load(server, resource)
-	if errors.Is(err, ErrCorrupt) {
+	if unusable(err) {
+		// Corrupt or sealed under another key: signed out until the next
+		// sign-in replaces the file.
 		return nil, nil
 	}
 	if err != nil || rec.Fresh(now()) {

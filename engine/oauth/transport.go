@@ -29,15 +29,30 @@ type RequiredError struct {
 	Server string
 	Scope  string // the scope the server asked for; "" when it named none
 	Reason string // why the request could not sign in itself
+	// Principal, when set, is the bridge serve principal who must sign in
+	// as themselves (identity: principal): no operator command can.
+	Principal string
+	// NoLinks says the principal's MCP client cannot open sign-in links.
+	NoLinks bool
 }
 
 func (e *RequiredError) Error() string {
+	if e.Principal != "" {
+		return fmt.Sprintf("Server '%s' needs your own sign-in (principal %s)%s: %s", e.Server, e.Principal, e.Reason, e.Fix())
+	}
 	return fmt.Sprintf("Server '%s' needs sign-in%s: run: %s", e.Server, e.Reason, e.Fix())
 }
 
-// Fix is the command that signs in. Scopes come from the server, so only
-// plain scope names are shown: the user may paste the line into a shell.
+// Fix is the command that signs in, or for a principal's own sign-in what
+// they do. Scopes come from the server, so only plain scope names are
+// shown: the user may paste the line into a shell.
 func (e *RequiredError) Fix() string {
+	switch {
+	case e.Principal != "" && e.NoLinks:
+		return "this MCP client cannot open sign-in links; call again from one that declares URL-mode elicitation, and the link comes to you there"
+	case e.Principal != "":
+		return "call again, and open the sign-in link your MCP client shows"
+	}
 	fix := "bridge auth login " + e.Server
 	var safe []string
 	for _, s := range strings.Fields(e.Scope) {
@@ -107,6 +122,15 @@ func (t *Transport) base() http.RoundTripper {
 	return http.DefaultTransport
 }
 
+// principal is whose own sign-in this transport carries; "" for the
+// shared identity.
+func (t *Transport) principal() string {
+	if t.UI == nil {
+		return ""
+	}
+	return t.UI.Principal
+}
+
 func (t *Transport) now() time.Time {
 	if t.Now != nil {
 		return t.Now()
@@ -160,7 +184,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// backstop against a server that rejects every new token.
 	for turn := 0; ; turn++ {
 		if turn > 2*MaxAttempts+2 {
-			return nil, &RequiredError{Server: t.Server, Scope: t.Scope, Reason: " (the server rejects every new token)"}
+			return nil, &RequiredError{Server: t.Server, Scope: t.Scope, Reason: " (the server rejects every new token)", Principal: t.principal()}
 		}
 		rec, err := t.token(req.Context())
 		if err != nil {
@@ -211,7 +235,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				// bridge auth status still says signed in: say what changed.
 				why = " again (it was signed in, and the server refused its token: revoked, or expired on its side)"
 			}
-			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why}
+			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why, Principal: t.principal(), NoLinks: t.UI != nil}
 		}
 		if err := t.signIn(req.Context(), ch, scope, rec); err != nil {
 			return nil, err
@@ -233,7 +257,7 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 	}
 	if t.streak >= MaxAttempts {
 		return &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope),
-			Reason: fmt.Sprintf(" (the server still refused after %d sign-ins)", MaxAttempts)}
+			Reason: fmt.Sprintf(" (the server still refused after %d sign-ins)", MaxAttempts), Principal: t.principal()}
 	}
 	t.streak++
 	t.Attempts++

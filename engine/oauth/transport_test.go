@@ -33,7 +33,7 @@ func (s *seen) all() []string {
 
 func signedInTransport(t *testing.T, serverURL string) (*Transport, *http.Transport) {
 	t.Helper()
-	s := NewStore(t.TempDir())
+	s := NewStore(t.TempDir(), testKey)
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	tr, err := New("mine", serverURL, nil, s, nil)
@@ -100,7 +100,7 @@ func TestChallengeWithoutSignInFailsFastNamingTheFix(t *testing.T) {
 	defer srv.Close()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr, err := New("github", srv.URL+"/mcp", nil, NewStore(t.TempDir()), nil)
+	tr, err := New("github", srv.URL+"/mcp", nil, NewStore(t.TempDir(), testKey), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

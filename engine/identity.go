@@ -1,0 +1,263 @@
+package engine
+
+// identity.go is each principal's own sign-in to upstream servers whose
+// entry says "identity": "principal" (bridge serve only): their tokens
+// live under <state>/.bridge/principals/<principal>/oauth, sealed with the
+// bridge's key like the shared ones; the sign-in link goes to the
+// principal's own MCP client (URL-mode elicitation), and the browser comes
+// back to serve's /oauth/callback on --public-url.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bridge-mcp/bridge/actors"
+	"github.com/bridge-mcp/bridge/actors/mcpwire"
+	"github.com/bridge-mcp/bridge/engine/config"
+	"github.com/bridge-mcp/bridge/engine/httpd"
+	"github.com/bridge-mcp/bridge/engine/oauth"
+	"github.com/bridge-mcp/bridge/engine/snapshot"
+)
+
+// CallbackPath is serve's OAuth redirect endpoint.
+const CallbackPath = httpd.CallbackPath
+
+// tokenKeyState loads MCP_BRIDGE_KEY_FILE once (making it when there is
+// none, as snapshots and the audit trail do): the key that seals token
+// files at rest.
+type tokenKeyState struct {
+	once sync.Once
+	key  []byte
+	err  error
+}
+
+// tokenKey is the sealing key; the error names the key file.
+func (e *Engine) tokenKey() ([]byte, error) {
+	e.tkey.once.Do(func() {
+		key, warning, err := snapshot.LoadKey(e.Env.KeyFile)
+		if err != nil {
+			e.tkey.err = fmt.Errorf("token key: MCP_BRIDGE_KEY_FILE=%s: %w", e.Env.KeyFile, err)
+			return
+		}
+		if warning != "" {
+			e.Log.Warn().Msg(warning)
+		}
+		e.tkey.key = key
+	})
+	return e.tkey.key, e.tkey.err
+}
+
+// principalsDir holds every principal's own files.
+func (e *Engine) principalsDir() string {
+	return filepath.Join(e.Env.StateDir, ".bridge", "principals")
+}
+
+// PrincipalTokens is principal's own token store; nil only for a name
+// that is no principal's. Like Tokens, a store without a usable key comes
+// with the error, and refuses every write.
+func (e *Engine) PrincipalTokens(principal string) (*oauth.Store, error) {
+	if !httpd.ValidPrincipal(principal) {
+		return nil, fmt.Errorf("principal %q: a principal is 1-64 characters from A-Z a-z 0-9 _ . - (not . or ..)", principal)
+	}
+	key, err := e.tokenKey()
+	return oauth.NewStoreAt(filepath.Join(e.principalsDir(), principal, "oauth"), key), err
+}
+
+// MigrateTokens seals the token files an earlier version kept in plain
+// text, the shared ones and every principal's, without a new sign-in. It
+// runs at every start; a store with nothing plain is left as it is.
+func (e *Engine) MigrateTokens() {
+	stores := []*oauth.Store{}
+	if s, err := e.Tokens(); err == nil {
+		stores = append(stores, s)
+	} else {
+		e.Log.Warn().Err(err).Msg("token files cannot be read or written until the key file is fixed")
+		return
+	}
+	ents, _ := os.ReadDir(e.principalsDir())
+	for _, ent := range ents {
+		if s, _ := e.PrincipalTokens(ent.Name()); s != nil && ent.IsDir() {
+			stores = append(stores, s)
+		}
+	}
+	for _, s := range stores {
+		n, err := s.Migrate()
+		if err != nil {
+			e.Log.Warn().Err(err).Str("dir", s.Dir()).Msg("sealing plain-text token files")
+		} else if n > 0 {
+			e.Log.Info().Int("files", n).Str("dir", s.Dir()).Msg("token files sealed with the key file (MCP_BRIDGE_KEY_FILE); no new sign-in needed")
+		}
+	}
+}
+
+// PublicURL is serve's externally visible base URL: --public-url, else
+// the listen address (https with TLS).
+func PublicURL(opts HTTPOptions) (*url.URL, error) {
+	raw := opts.PublicURL
+	if raw == "" {
+		scheme := "http"
+		if opts.TLSCert != "" {
+			scheme = "https"
+		}
+		raw = scheme + "://" + opts.Listen
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("serve: --public-url %q: want the bridge's external base URL, e.g. https://bridge.example.com", raw)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u, nil
+}
+
+// callbackUsable says why u cannot receive sign-in redirects; "" when it
+// can. Authorization servers refuse a plain-http redirect beyond loopback,
+// and one to an unspecified address (0.0.0.0) reaches no one.
+func callbackUsable(u *url.URL) string {
+	host := u.Hostname()
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Sprintf("the public URL %s names no reachable host", u)
+	}
+	if u.Scheme != "https" && !isLoopback(host) {
+		return fmt.Sprintf("the public URL %s is neither https nor loopback, and authorization servers refuse such redirects", u)
+	}
+	return ""
+}
+
+// CheckIdentities refuses a serve start that cannot sign principals in:
+// a server with identity: principal needs authentication (a tokens file)
+// and a public URL the browser can come back to. The error is one line
+// naming the fix; nil when no server asks for it.
+func (e *Engine) CheckIdentities(opts HTTPOptions) error {
+	var names []string
+	for _, en := range config.Load(e.configOptions()).Entries {
+		if en.Identity == config.IdentityPrincipal {
+			names = append(names, en.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if opts.InsecureNoAuth {
+		return fmt.Errorf("serve: %s set \"identity\": \"principal\", which needs a principal per caller: give MCP_BRIDGE_TOKENS_FILE instead of --insecure-no-auth", strings.Join(names, ", "))
+	}
+	u, err := PublicURL(opts)
+	if err != nil {
+		return err
+	}
+	if why := callbackUsable(u); why != "" {
+		return fmt.Errorf("serve: %s set \"identity\": \"principal\", but %s: give --public-url https://… (the address your users' browsers reach this bridge at)", strings.Join(names, ", "), why)
+	}
+	return nil
+}
+
+// identityProblem is why en cannot be served as it says, "" when it can:
+// under serve, identity: principal needs tokens and a usable callback.
+func (e *Engine) identityProblem(en config.Entry) string {
+	if en.Identity != config.IdentityPrincipal || !e.Env.Serving {
+		return ""
+	}
+	if e.Env.TokensFile == "" {
+		return `"identity": "principal" needs a principal per caller: bridge serve runs with --insecure-no-auth`
+	}
+	if e.callbacks.Load() == nil {
+		return `"identity": "principal" needs an https --public-url (or a loopback one) for the sign-in callback`
+	}
+	return ""
+}
+
+// forPrincipal is the spec maker of en under serve: each principal's
+// connection carries their own tokens, and signs in through their own
+// client, back to serve's callback.
+func (e *Engine) forPrincipal(en config.Entry, base actors.ServerSpec) func(string) actors.ServerSpec {
+	timeout := time.Duration(e.Env.ApprovalTimeout) * time.Second
+	return func(principal string) actors.ServerSpec {
+		spec := base
+		// A principal the front accepted has a valid name; a key problem
+		// was logged at start, and the store then refuses to save.
+		store, _ := e.PrincipalTokens(principal)
+		ui := &oauth.Interaction{Out: io.Discard, Timeout: timeout, Can: actors.CanAskURL, Callbacks: e.callbacks.Load(), Principal: principal,
+			Ask: func(ctx context.Context, u string) bool {
+				msg := fmt.Sprintf("Sign in to %s as yourself (bridge principal %s): open the link in a browser.", en.Name, principal)
+				return actors.AskURL(ctx, timeout, msg, u, randomID())
+			}}
+		t, err := oauth.New(en.Name, en.URL, en.OAuth, store, ui)
+		if err != nil || store == nil {
+			return spec // config already checked the URL
+		}
+		t.Base = mcpwire.HTTPTransport
+		spec.Transport = t
+		bound := timeout + time.Minute
+		spec.SignIn = func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			return oauth.Probe(ctx, en, t)
+		}
+		spec.ForPrincipal = nil
+		return spec
+	}
+}
+
+// principalSignIns is actors.SignIns over the principals' own stores.
+type principalSignIns struct{ e *Engine }
+
+var _ actors.SignIns = principalSignIns{}
+
+func (p principalSignIns) List(principal string) []actors.SignIn {
+	store, _ := p.e.PrincipalTokens(principal)
+	if store == nil {
+		return nil
+	}
+	now := time.Now()
+	var out []actors.SignIn
+	for _, r := range store.List() {
+		s := actors.SignIn{Server: r.Server, Scope: r.Scope, Expires: r.ExpiresAt}
+		switch {
+		case r.Valid(now):
+			s.State = "signed in"
+		case r.RefreshToken != "":
+			s.State = "expired, refreshed on next use"
+		default:
+			s.State = "expired"
+		}
+		if r.AccessToken == "" && r.RefreshToken == "" {
+			continue // a registration without tokens: not a sign-in
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out
+}
+
+func (p principalSignIns) SignOut(principal, server string) (bool, error) {
+	store, err := p.e.PrincipalTokens(principal)
+	if store == nil {
+		return false, err
+	}
+	n, err := store.Delete(server)
+	if err != nil {
+		return false, errors.New("signout: the token file could not be removed")
+	}
+	if n > 0 {
+		p.e.Log.Info().Str("principal", principal).Str("server", server).Msg("signed out by the principal")
+	}
+	return n > 0, nil
+}
+
+// callbackHandler is serve's /oauth/callback; nil without callbacks.
+func callbackHandler(c *oauth.Callbacks) http.Handler {
+	if c == nil {
+		return nil
+	}
+	return c
+}
