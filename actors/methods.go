@@ -59,6 +59,9 @@ var boxMethods = map[string]boxHandler{
 		return map[string]any{"tools": tools, "problems": problems}, err
 	}),
 	protocol.MethodHistory: (*Router).history,
+	// signins.go
+	protocol.MethodSignIns: (*Router).signIns,
+	protocol.MethodSignOut: withCatalog((*Router).signOut),
 	protocol.MethodDeleteTool: storeMethod(protocol.MethodDeleteTool, func(s Store, p protocol.NameParams) (any, error) {
 		ok, err := s.DeleteTool(p.Name)
 		return map[string]bool{"deleted": ok}, err

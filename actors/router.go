@@ -295,6 +295,7 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 	// granted servers need no newer catalog snapshot.
 	out := make([]protocol.Server, len(names))
 	errs := make([]error, len(names))
+	signIns := make([]bool, len(names)) // needs a sign-in its first use can do
 	var wg sync.WaitGroup
 	for i, n := range names {
 		s := cat.Server(n)
@@ -328,6 +329,11 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 			out[i] = s.protocolServer() // the disk catalog's tools, if any
 			out[i].Error = errs[i].Error()
 			out[i].SignIn = asSignIn(err) != nil
+			if out[i].SignIn && c != nil && c.spec.SignIn != nil {
+				// Its first use signs in through the call (signin.go): the
+				// tools do not simply raise.
+				signIns[i] = true
+			}
 		}
 		if len(names) == 1 { // the usual grant: no goroutine to wait for
 			ready()
@@ -343,8 +349,11 @@ func (r *Router) Resolve(ctx context.Context, cat *Catalog, names []string) (ser
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	for _, err := range errs {
-		if err != nil {
+	for i, err := range errs {
+		switch {
+		case signIns[i]:
+			notes = append(notes, fmt.Sprintf("server '%s' is not signed in yet: its first use asks you to sign in (a link to open), then goes on", names[i]))
+		case err != nil:
 			notes = append(notes, err.Error()+"; its tools raise MCPError")
 		}
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,6 +44,14 @@ func CanAskURL(ctx context.Context) bool {
 	return asks != nil && asks.human != nil && asks.human.Caps().URL
 }
 
+// CannotAskURL reports whether ctx belongs to a call whose MCP client did
+// not declare URL-mode elicitation: a person is there, but no sign-in link
+// can reach them. False for a request outside any call.
+func CannotAskURL(ctx context.Context) bool {
+	ic := innerFrom(ctx)
+	return ic != nil && ic.src != nil && !CanAskURL(ctx)
+}
+
 // AskURL sends url to the person behind ctx's call as a URL-mode
 // elicitation (RelayInput: named by the server and tool, within bound and
 // the call's life) and reports whether they accepted to open it.
@@ -55,8 +64,20 @@ func AskURL(ctx context.Context, bound time.Duration, message, url, id string) b
 // call can do (signInFor), signs in and runs it once more.
 func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useReply, error)) (useReply, error) {
 	r, err := use(ctx)
-	if err != nil && c.signInFor(ctx, err) {
+	if err == nil {
+		return r, nil
+	}
+	signedIn, failed := c.signInFor(ctx, err)
+	switch {
+	case signedIn:
 		return use(ctx)
+	case failed != nil:
+		// The sign-in's own failure (no answer in time, a declined link)
+		// says more than the start's "needs sign-in".
+		if asSignIn(failed) != nil {
+			return r, asSignIn(failed)
+		}
+		return r, fmt.Errorf("Server '%s': %w", c.spec.Name, failed)
 	}
 	return r, err
 }
@@ -64,22 +85,22 @@ func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useRe
 // signInFor signs in to c's server within ctx's call when err, the start's
 // failure, asks for a sign-in and the call's client can open a link; it
 // reports whether a sign-in succeeded (the caller then uses the server
-// again). At most one try per run_python call and server, so a declined
+// again), or why the one it tried failed. At most one try per run_python call and server, so a declined
 // link is not asked again by every call of a loop; the server's
 // Interaction bounds the wait.
-func (c *Client) signInFor(ctx context.Context, err error) bool {
+func (c *Client) signInFor(ctx context.Context, err error) (signedIn bool, failed error) {
 	if c.spec.SignIn == nil || asSignIn(err) == nil || !CanAskURL(ctx) {
-		return false
+		return false, nil
 	}
 	if asks := innerFrom(ctx).src.current(); !asks.firstSignIn(c.spec.Name) {
-		return false
+		return false, nil
 	}
 	if err := c.spec.SignIn(ctx); err != nil {
 		c.log.Warn().Err(signInError(err)).Msg("sign-in through the client failed")
-		return false
+		return false, err
 	}
 	c.log.Info().Msg("signed in through the client; starting the server again")
-	return true
+	return true, nil
 }
 
 // firstSignIn reports whether server's sign-in was not yet tried in this

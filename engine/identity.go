@@ -186,7 +186,8 @@ func (e *Engine) forPrincipal(en config.Entry, base actors.ServerSpec) func(stri
 		// A principal the front accepted has a valid name; a key problem
 		// was logged at start, and the store then refuses to save.
 		store, _ := e.PrincipalTokens(principal)
-		ui := &oauth.Interaction{Out: io.Discard, Timeout: timeout, Can: actors.CanAskURL, Callbacks: e.callbacks.Load(), Principal: principal,
+		ui := &oauth.Interaction{Out: io.Discard, Timeout: timeout, Can: actors.CanAskURL, NoLinks: actors.CannotAskURL,
+			Callbacks: e.callbacks.Load(), Principal: principal,
 			Ask: func(ctx context.Context, u string) bool {
 				msg := fmt.Sprintf("Sign in to %s as yourself (bridge principal %s): open the link in a browser.", en.Name, principal)
 				return actors.AskURL(ctx, timeout, msg, u, randomID())
@@ -254,10 +255,31 @@ func (p principalSignIns) SignOut(principal, server string) (bool, error) {
 	return n > 0, nil
 }
 
-// callbackHandler is serve's /oauth/callback; nil without callbacks.
-func callbackHandler(c *oauth.Callbacks) http.Handler {
-	if c == nil {
-		return nil
+// openCallbacks makes serve's sign-in redirect endpoint, once the listen
+// address is known (the default public URL names the port chosen for
+// :0). Without a public URL a browser can come back to, there is none, and
+// identity: principal servers are skipped at load (identityProblem).
+func (e *Engine) openCallbacks(opts HTTPOptions, listening string) {
+	if opts.PublicURL == "" {
+		opts.Listen = listening
 	}
-	return c
+	pub, err := PublicURL(opts)
+	if err != nil || callbackUsable(pub) != "" {
+		return
+	}
+	e.callbacks.Store(oauth.NewCallbacks(pub.String() + CallbackPath))
+}
+
+// callbackHandler is serve's /oauth/callback: the endpoint openCallbacks
+// made, looked up per request since the handler is built before it.
+func (e *Engine) callbackHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := e.callbacks.Load()
+		if c == nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, "not found: this bridge takes no sign-in callbacks (no tokens file, or no usable --public-url)", http.StatusNotFound)
+			return
+		}
+		c.ServeHTTP(w, r)
+	})
 }

@@ -26,7 +26,6 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/httpd"
-	"github.com/bridge-mcp/bridge/engine/oauth"
 )
 
 // HTTPOptions are bridge serve's flags.
@@ -161,11 +160,6 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 	}
 	e.router.StoreFor = e.principalStores()
 	e.router.SignIns = principalSignIns{e}
-	var callbacks *oauth.Callbacks
-	if pub, err := PublicURL(opts); err == nil && callbackUsable(pub) == "" && tokens != nil {
-		callbacks = oauth.NewCallbacks(pub.String() + CallbackPath)
-		e.callbacks.Store(callbacks)
-	}
 	e.MigrateTokens()
 	e.router.OnProxied = metrics.Proxied
 	e.sessions.PerPrincipal = e.Env.MaxSessionsPerPrincipal
@@ -192,11 +186,14 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins, MetricsPrincipals: opts.MetricsPrincipals,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
-		Ready: ready.ok, Standby: lead.isStandby, Drain: drain, Callback: callbackHandler(callbacks),
+		Ready: ready.ok, Standby: lead.isStandby, Drain: drain, Callback: e.callbackHandler(),
 	})
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("serve: listen: %w", err)
+	}
+	if tokens != nil {
+		e.openCallbacks(opts, ln.Addr().String())
 	}
 	ln = httpd.LimitPerAddr(ln, e.Env.MaxConnsPerAddr, hlog)
 	srv := &http.Server{

@@ -31,7 +31,7 @@ __all__ = [
     "capability_summary", "reset", "save_tool", "delete_tool",
     "save_memory", "load_memory", "update_memory", "delete_memory", "list_memories", "memory_exists",
     "get_memory_info", "ResourceLink", "list_resources", "list_resource_templates", "read_resource",
-    "history",
+    "history", "signins", "signout",
 ]
 
 
@@ -272,6 +272,22 @@ def history(n=10):
     if res.get("note") and res["note"] not in _LATE_NOTES:
         _LATE_NOTES.append(res["note"])
     return res["records"]
+
+
+def signins():
+    """Your own sign-ins to servers configured with identity: principal (bridge serve): dicts with server,
+    state, scope and expires (ISO time or None); never a token. Empty elsewhere."""
+    res = _call("signins", {})
+    return tuple({"server": s.get("server"), "state": s.get("state"), "scope": s.get("scope") or None,
+                  "expires": s.get("expires") or None} for s in res.get("signins") or ())
+
+
+def signout(server):
+    """Forget your own tokens for server (identity: principal, bridge serve); the next call asks you to sign
+    in again. True when there were tokens to forget."""
+    if not isinstance(server, str):
+        raise TypeError("signout(server): server must be a str")
+    return bool(_call("signout", {"server": server})["signed_out"])
 
 
 _LATE_NOTES = []  # notes the running cell's calls left for its result

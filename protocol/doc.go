@@ -46,6 +46,12 @@
 //   - history {n} → {records, note?}: runtime.history(n), the principal's
 //     last n calls (MaxHistory at most) from the audit trail, oldest
 //     first; with the trail off, none and a note saying so
+//   - signins {} → {signins: [{server, state, scope?, expires?}]}:
+//     runtime.signins(), the principal's own sign-ins to identity: principal
+//     servers (bridge serve), never a token; empty elsewhere
+//   - signout {server} → {signed_out}: runtime.signout(server) forgets the
+//     principal's tokens for that server and closes their connection to it;
+//     refused for an unknown server, a shared one, and outside bridge serve
 //
 // box → host requests at any time, answered by the sandbox actor for the
 // session that holds the box (actors/durable.go), with or without a call:

@@ -67,7 +67,18 @@ const (
 	// MethodHistory is runtime.history(n): the principal's last calls from
 	// the audit trail.
 	MethodHistory = "history"
+	// MethodSignIns is runtime.signins(): the principal's own upstream
+	// sign-ins (identity: principal servers, bridge serve), never a token;
+	// MethodSignOut (ServerParams) is runtime.signout(server): it forgets
+	// the principal's tokens for that server.
+	MethodSignIns = "signins"
+	MethodSignOut = "signout"
 )
+
+// ServerParams names one server (signout).
+type ServerParams struct {
+	Server string `json:"server"`
+}
 
 // HistoryParams asks for the last N calls (MaxHistory at most).
 type HistoryParams struct {

@@ -44,6 +44,11 @@ type Interaction struct {
 	// Principal is whose sign-in this is (the state binds the code to it).
 	Callbacks *Callbacks
 	Principal string
+	// NoLinks, when set, tells whether the request of ctx comes from a
+	// person whose client cannot take a sign-in link (rather than from
+	// no person at all, like a start in the background): the error then
+	// says so.
+	NoLinks func(ctx context.Context) bool
 }
 
 // DefaultTimeout is how long a sign-in waits for the browser.

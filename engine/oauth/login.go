@@ -42,6 +42,7 @@ func Login(ctx context.Context, e config.Entry, store *Store, ui *Interaction, s
 // Probe connects to e through rt, initializes and lists tools, then
 // disconnects.
 func Probe(ctx context.Context, e config.Entry, rt http.RoundTripper) error {
+	ctx = OneSignIn(ctx)
 	hc := &http.Client{Transport: rt}
 	var mc *client.Client
 	var err error
@@ -75,6 +76,9 @@ func unwrapRequired(err error) error {
 	var re *RequiredError
 	if asRequired(err, &re) {
 		return re
+	}
+	if fe, ok := AsFailed(err); ok {
+		return fe
 	}
 	return err
 }

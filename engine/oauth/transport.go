@@ -235,7 +235,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				// bridge auth status still says signed in: say what changed.
 				why = " again (it was signed in, and the server refused its token: revoked, or expired on its side)"
 			}
-			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why, Principal: t.principal(), NoLinks: t.UI != nil}
+			return nil, &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope), Reason: why, Principal: t.principal(),
+				NoLinks: t.UI != nil && t.UI.NoLinks != nil && t.UI.NoLinks(req.Context())}
 		}
 		if err := t.signIn(req.Context(), ch, scope, rec); err != nil {
 			return nil, err
@@ -254,6 +255,11 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 			covers(cur.Scope, scope) {
 			return nil
 		}
+	}
+	if failed := failedBefore(ctx); failed != nil {
+		// This probe's sign-in failed already: mcp-go's server/discover
+		// and its initialize after it would otherwise each ask the person.
+		return failed
 	}
 	if t.streak >= MaxAttempts {
 		return &RequiredError{Server: t.Server, Scope: unionScopes(scope, t.Scope),
@@ -278,6 +284,10 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 	s := &signIn{server: t.Server, url: t.URL, cfg: t.Config, store: t.Store, hc: t.aux(), ui: t.UI, ch: challenge{ResourceMetadata: ch.ResourceMetadata, Scope: scope},
 		scope: t.Scope, now: t.now}
 	if _, err := s.run(ctx); err != nil {
+		if _, ok := AsRequired(err); !ok {
+			err = &FailedError{Server: t.Server, Err: err}
+		}
+		noteFailure(parent, err)
 		// A sign-in that got no token (declined, timed out, a refused
 		// registration) did not loop the user through anything the server
 		// asked for again; counting it would lock this server's sign-in
@@ -287,6 +297,55 @@ func (t *Transport) signIn(ctx context.Context, ch challenge, scope string, seen
 	}
 	t.signedIn = true
 	return nil
+}
+
+// FailedError is a sign-in that was started and did not end with a token:
+// no answer in time, a refused registration or code exchange. Its text is
+// the flow's own ("sign-in to github: …").
+type FailedError struct {
+	Server string
+	Err    error
+}
+
+func (e *FailedError) Error() string { return e.Err.Error() }
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// AsFailed finds the *FailedError in err's chain.
+func AsFailed(err error) (*FailedError, bool) {
+	var fe *FailedError
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
+
+// oneSignInKey marks a context whose requests share one sign-in attempt
+// (a Probe): after it fails, the next request fails the same way.
+type oneSignInKey struct{}
+
+type oneSignIn struct {
+	mu  sync.Mutex
+	err error
+}
+
+// OneSignIn returns ctx under which at most one sign-in is tried.
+func OneSignIn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oneSignInKey{}, &oneSignIn{})
+}
+
+func failedBefore(ctx context.Context) error {
+	if o, ok := ctx.Value(oneSignInKey{}).(*oneSignIn); ok {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.err
+	}
+	return nil
+}
+
+func noteFailure(ctx context.Context, err error) {
+	if o, ok := ctx.Value(oneSignInKey{}).(*oneSignIn); ok {
+		o.mu.Lock()
+		o.err = err
+		o.mu.Unlock()
+	}
 }
 
 // covers reports whether granted includes every scope of want.
