@@ -114,6 +114,16 @@
 // proxies leave every name to it, so no sandbox code skips it and the
 // proxy and runtime.call_tool get one message.
 //
+// A server whose config says "identity": "principal" (bridge serve) has a
+// client per (server, principal) pair besides its own (identities.go): a
+// principal's calls, tool docs and resources go through CatalogServer's
+// clientFor, a map lookup under the pool's lock, never a round trip to an
+// actor. Each pair's spec (ServerSpec.ForPrincipal) carries that
+// principal's sign-in only; the pairs run under the server's supervisor, at
+// most MaxIdentityConns of them, and their tool lists join the server's
+// catalog (unionTools). runtime.signins() and signout() reach the
+// engine's SignIns (signins.go).
+//
 // A tool that requires a task goes through Client.CallTask (tasks.go), whose
 // one helper goroutine (the blocking tasks/result) ends with the call; the
 // resources methods (resources.go) go through Client.roundTrip like Call.

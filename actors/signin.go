@@ -89,7 +89,18 @@ func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useRe
 // link is not asked again by every call of a loop; the server's
 // Interaction bounds the wait.
 func (c *Client) signInFor(ctx context.Context, err error) (signedIn bool, failed error) {
-	if c.spec.SignIn == nil || asSignIn(err) == nil || !CanAskURL(ctx) {
+	if c.spec.SignIn == nil || asSignIn(err) == nil {
+		return false, nil
+	}
+	if CannotAskURL(ctx) {
+		// A person is there whose client takes no links: the probe fails
+		// at once, and its error says that, which the start's could not.
+		if err := c.spec.SignIn(ctx); err != nil {
+			return false, err
+		}
+		return true, nil // another request signed in meanwhile
+	}
+	if !CanAskURL(ctx) {
 		return false, nil
 	}
 	if asks := innerFrom(ctx).src.current(); !asks.firstSignIn(c.spec.Name) {

@@ -44,7 +44,10 @@
 //     catalogstore.go (actors.CatalogStore on disk), children.go
 //     (actors.ChildRegistry on disk), policy.go (the policy file), auth.go
 //     (OAuth sign-in for http servers: bridge auth, and sign-in during a
-//     call through the client or bridge exec's terminal).
+//     call through the client or bridge exec's terminal), identity.go
+//     ("identity": "principal" under bridge serve: each principal's own
+//     token store and sign-in through their client, serve's
+//     /oauth/callback on --public-url, the key that seals token files).
 //   - The run_python tool entry: tool.go, inventory.go.
 //   - bridge serve: serve.go (mcp-go's streamable HTTP server behind
 //     engine/httpd, each call as its principal), servecalls.go (a

@@ -16,8 +16,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// carolToken is a third principal's, whose link is never opened in time.
-const carolToken = "tok-carol-0c55e1a9"
+// More principals: carol never opens her link in time, dave's client
+// speaks 2026-07-28, erin's cannot open links.
+const (
+	carolToken = "tok-carol-0c55e1a9"
+	daveToken  = "tok-dave-9a2b7c41"
+	erinToken  = "tok-erin-5e03d8f2"
+)
 
 // signer is a principal's MCP client user with a browser signed in at the
 // upstream as user: asked to open a sign-in link, it accepts, and (unless
@@ -126,8 +131,9 @@ func TestIdentityPrincipal(t *testing.T) {
 	home := t.TempDir()
 	state, keyFile := filepath.Join(home, "state"), filepath.Join(home, "key")
 	env := withServers(t, map[string]any{"gh": map[string]any{"type": "http", "url": up.URL, "identity": "principal"}}, map[string]string{
-		"MCP_BRIDGE_TOKENS_FILE": writeTokens(t, "alice "+aliceToken, "bob "+bobToken, "carol "+carolToken),
-		"MCP_BRIDGE_STATE_DIR":   state, "MCP_BRIDGE_KEY_FILE": keyFile,
+		"MCP_BRIDGE_TOKENS_FILE": writeTokens(t, "alice "+aliceToken, "bob "+bobToken, "carol "+carolToken,
+			"dave "+daveToken, "erin "+erinToken),
+		"MCP_BRIDGE_STATE_DIR": state, "MCP_BRIDGE_KEY_FILE": keyFile,
 		"MCP_BRIDGE_APPROVAL_TIMEOUT": "8",
 	})
 	s := startServe(t, env)
@@ -231,6 +237,31 @@ func TestIdentityPrincipal(t *testing.T) {
 	}
 	if n := up.Authorizations("carol"); n != 1 {
 		t.Errorf("carol's authorizations = %d, want 1 (the late code is never exchanged)", n)
+	}
+
+	// A 2026-07-28 client gets the link through input_required.
+	daveUser := &signer{up: up, user: "dave"}
+	dc, err := s.clientVersion(daveToken, "", client.WithElicitationHandler(elicitFunc(daveUser.elicit)),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+	if err != nil {
+		t.Fatalf("dave's client: %v", err)
+	}
+	t.Cleanup(func() { dc.Close() })
+	if got := text(t, callHTTP(t, dc, whoami)); !strings.Contains(got, "user=dave") {
+		t.Errorf("dave (2026-07-28 client): %s", got)
+	}
+	// A client without URL mode gets one line saying what is missing.
+	erin, err := s.clientVersion(erinToken, "2025-11-25", client.WithElicitationHandler(elicitFunc(daveUser.elicit)),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}))
+	if err != nil {
+		t.Fatalf("erin's client: %v", err)
+	}
+	t.Cleanup(func() { erin.Close() })
+	if got := text(t, callHTTP(t, erin, whoami)); !strings.Contains(got, "MCPError: Server 'gh' needs your own sign-in (principal erin): this MCP client cannot open sign-in links") {
+		t.Errorf("erin (no URL mode): %s", got)
+	}
+	if n := up.Authorizations("erin"); n != 0 {
+		t.Errorf("erin's authorizations = %d, want 0", n)
 	}
 
 	// Tokens at rest are sealed, and none reached the log.

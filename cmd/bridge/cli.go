@@ -92,9 +92,10 @@ func commandTable() []command {
 		{"doctor", "[--json] [--server NAME]", "check the runtime, image, state dir, config files and servers",
 			"Prints one `OK|WARN|FAIL <check>: <detail>` line per check; exits 1 when any check FAILs.",
 			(*Main).doctorCmd},
-		{"auth", "(login NAME [flags] | status | logout NAME)", "sign in to remote MCP servers that require OAuth",
+		{"auth", "(login NAME [flags] | status [--principal P] | logout NAME [--principal P])", "sign in to remote MCP servers that require OAuth",
 			"login runs the browser sign-in for a configured http/sse server and stores its tokens;\n" +
-				"status lists what is stored; logout removes a server's tokens.",
+				"status lists what is stored; logout removes a server's tokens. --principal: bridge serve's\n" +
+				"principal P's own sign-ins (servers with \"identity\": \"principal\"), which P makes from their MCP client.",
 			(*Main).authCmd},
 		{"audit", "(verify | show [flags])", "check or list the audit trail of run_python calls",
 			"verify checks the chain of <state>/.bridge/audit with MCP_BRIDGE_KEY_FILE: exit 0 when intact, 1 naming the first\n" +

@@ -6,6 +6,11 @@
 // round tripper that attaches a server's token to that server's requests only
 // and reacts to 401 and 403 insufficient_scope challenges.
 //
+// Under bridge serve a principal signs in as themselves (identity:
+// principal): the redirect is serve's own /oauth/callback (Callbacks,
+// callbacks.go), whose state binds the code to the one sign-in of one
+// principal that registered it, used once, until it expires.
+//
 // Tokens live in 0600 files in a 0700 directory under the state dir; they
 // never appear in log lines or error texts, and never leave the host process
 // (the sandbox reaches servers through the bridge, never with a token).
