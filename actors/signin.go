@@ -78,6 +78,13 @@ func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useRe
 			return r, asSignIn(failed)
 		}
 		return r, fmt.Errorf("Server '%s': %w", c.spec.Name, failed)
+	case CannotAskURL(ctx):
+		// The start failed where no one could be asked; this call has a
+		// person whose client takes no links, which the error then says.
+		var nl interface{ WithoutLinks() error }
+		if errors.As(err, &nl) {
+			return r, nl.WithoutLinks()
+		}
 	}
 	return r, err
 }
@@ -91,14 +98,6 @@ func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useRe
 func (c *Client) signInFor(ctx context.Context, err error) (signedIn bool, failed error) {
 	if c.spec.SignIn == nil || asSignIn(err) == nil {
 		return false, nil
-	}
-	if CannotAskURL(ctx) {
-		// A person is there whose client takes no links: the probe fails
-		// at once, and its error says that, which the start's could not.
-		if err := c.spec.SignIn(ctx); err != nil {
-			return false, err
-		}
-		return true, nil // another request signed in meanwhile
 	}
 	if !CanAskURL(ctx) {
 		return false, nil

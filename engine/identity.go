@@ -78,6 +78,11 @@ func (e *Engine) PrincipalTokens(principal string) (*oauth.Store, error) {
 // text, the shared ones and every principal's, without a new sign-in. It
 // runs at every start; a store with nothing plain is left as it is.
 func (e *Engine) MigrateTokens() {
+	_, errShared := os.Stat(filepath.Join(e.Env.StateDir, ".bridge", "oauth"))
+	_, errOwn := os.Stat(e.principalsDir())
+	if errShared != nil && errOwn != nil {
+		return // no token file anywhere: nothing to seal, no key to make yet
+	}
 	stores := []*oauth.Store{}
 	if s, err := e.Tokens(); err == nil {
 		stores = append(stores, s)

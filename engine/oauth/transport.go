@@ -43,6 +43,15 @@ func (e *RequiredError) Error() string {
 	return fmt.Sprintf("Server '%s' needs sign-in%s: run: %s", e.Server, e.Reason, e.Fix())
 }
 
+// WithoutLinks is e as met by a person whose MCP client cannot open
+// sign-in links (actors: a start failed in the background, and the call
+// that uses the server has such a client).
+func (e *RequiredError) WithoutLinks() error {
+	c := *e
+	c.NoLinks = true
+	return &c
+}
+
 // Fix is the command that signs in, or for a principal's own sign-in what
 // they do. Scopes come from the server, so only plain scope names are
 // shown: the user may paste the line into a shell.
