@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bridge-mcp/bridge/engine/config"
 )
@@ -23,7 +24,11 @@ const maxDeployFile = 1 << 20
 // since the pod would start without those servers or refuse every call.
 // Commands are not looked up here: they run in the bridge's image. The
 // result maps ConfigMap keys (servers.json, bridge.policy) to contents.
-func DeployFiles(serversPath, policyPath string) (map[string][]byte, error) {
+//
+// A server with "identity": "principal" needs publicURL (--public-url), the
+// https address browsers come back to: without it the pod's bridge serve
+// would refuse to start.
+func DeployFiles(serversPath, policyPath, publicURL string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	for _, f := range []struct{ flag, path, key string }{
 		{"--servers", serversPath, ServersFile}, {"--policy", policyPath, PolicyFile},
@@ -61,6 +66,16 @@ func DeployFiles(serversPath, policyPath string) (map[string][]byte, error) {
 			p := set.Problems[0]
 			p.File = serversPath
 			return nil, fmt.Errorf("--servers: %s", p)
+		}
+		var own []string
+		for _, en := range set.Entries {
+			if en.Identity == config.IdentityPrincipal {
+				own = append(own, en.Name)
+			}
+		}
+		if len(own) > 0 && publicURL == "" {
+			return nil, fmt.Errorf("--servers: %s set \"identity\": \"principal\": give --public-url https://… (where browsers reach the bridge's Service, through your ingress), "+
+				"which each principal's sign-in comes back to", strings.Join(own, ", "))
 		}
 	}
 	if pol := LoadPolicy(dir); pol != nil && pol.Err != nil {

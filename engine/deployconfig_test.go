@@ -21,22 +21,26 @@ func TestDeployFiles(t *testing.T) {
 	}
 	servers := write("team.json", `{"mcpServers": {"github": {"command": "npx-not-on-this-host", "args": ["-y", "x"]}}}`)
 	policy := write("p.policy", `{"servers": {"github": {"allow": ["*"]}}}`)
+	own := write("own.json", `{"mcpServers": {"gh": {"url": "https://gh.example.com/mcp", "identity": "principal"}}}`)
 	for _, c := range []struct {
 		name            string
 		servers, policy string
+		publicURL       string
 		want            string // error text; "" for none
 		keys            []string
 	}{
-		{"none", "", "", "", nil},
-		{"both", servers, policy, "", []string{ServersFile, PolicyFile}},
-		{"servers only", servers, "", "", []string{ServersFile}},
-		{"missing", filepath.Join(dir, "nope.json"), "", "--servers: ", nil},
-		{"not json", write("bad.json", `{"mcpServers": `), "", "--servers: ", nil},
-		{"bad entry", write("entry.json", `{"mcpServers": {"x": {"args": ["a"]}}}`), "", `server "x"`, nil},
-		{"bad policy", "", write("bad.policy", `{"nonsense": 1}`), "--policy: ", nil},
+		{"none", "", "", "", "", nil},
+		{"both", servers, policy, "", "", []string{ServersFile, PolicyFile}},
+		{"servers only", servers, "", "", "", []string{ServersFile}},
+		{"missing", filepath.Join(dir, "nope.json"), "", "", "--servers: ", nil},
+		{"not json", write("bad.json", `{"mcpServers": `), "", "", "--servers: ", nil},
+		{"bad entry", write("entry.json", `{"mcpServers": {"x": {"args": ["a"]}}}`), "", "", `server "x"`, nil},
+		{"bad policy", "", write("bad.policy", `{"nonsense": 1}`), "", "--policy: ", nil},
+		{"own identity without a public url", own, "", "", `--servers: gh set "identity": "principal": give --public-url https://`, nil},
+		{"own identity", own, "", "https://bridge.example.com", "", []string{ServersFile}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := DeployFiles(c.servers, c.policy)
+			got, err := DeployFiles(c.servers, c.policy, c.publicURL)
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("DeployFiles = %v, want an error with %q", err, c.want)

@@ -28,6 +28,7 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	replicas := fs.Int("replicas", 1, "`N` replicas: from 2 on, the one holding the leader Lease serves and the others stand by to take over (manifests)")
 	volumeAccess := fs.String("volume-access", kube.ReadWriteOnce, "the state volume's access `MODE`: ReadWriteOnce (replicas share one node) or ReadWriteMany (they spread; the storage class must offer it) (manifests)")
 	seccomp := fs.String("seccomp-profile", kube.DefaultSeccompProfile, "the sandbox pods' Localhost seccomp `PROFILE`, relative to the kubelet's seccomp directory; \"\" for RuntimeDefault (manifests)")
+	publicURL := fs.String("public-url", "", "the https `URL` browsers reach the bridge at, passed to bridge serve: needed by servers with \"identity\": \"principal\" (manifests)")
 	var metricsPrincipals stringList
 	fs.Var(&metricsPrincipals, "metrics-principal", "the `PRINCIPAL` of the tokens that may read /metrics, passed to bridge serve; "+
 		"repeatable (manifests; default "+kube.DefaultMetricsPrincipal+")")
@@ -58,11 +59,11 @@ func (m *Main) kubernetesCmd(_ context.Context, args []string) int {
 	}
 	d := kube.Deployment{Namespace: *ns, Image: *bridgeImage, SandboxImage: *sandboxImage,
 		StorageClass: *storageClass, StorageSize: *storageSize, Replicas: *replicas, VolumeAccess: *volumeAccess,
-		MetricsPrincipals: metricsPrincipals, SeccompProfile: *seccomp}
+		MetricsPrincipals: metricsPrincipals, SeccompProfile: *seccomp, PublicURL: *publicURL}
 	if err := d.Validate(); err != nil {
 		return m.usage("kubernetes manifests: %v", err)
 	}
-	files, err := engine.DeployFiles(*servers, *policy)
+	files, err := engine.DeployFiles(*servers, *policy, *publicURL)
 	if err != nil {
 		m.Stderr.Write([]byte("bridge: kubernetes manifests: " + err.Error() + "\n"))
 		return 1

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -46,6 +47,10 @@ type Deployment struct {
 	// SeccompProfile is the sandbox pods' Localhost profile, relative to
 	// the kubelet's seccomp directory; "" leaves them RuntimeDefault.
 	SeccompProfile string
+	// PublicURL is passed to bridge serve as --public-url: the https
+	// address browsers reach the Service at, for principals' own sign-ins
+	// ("identity": "principal"); "" passes none.
+	PublicURL string
 }
 
 // Defaults of Deployment.
@@ -99,6 +104,12 @@ func (d Deployment) Validate() error {
 	if d.StorageClass != "" && !subdomainRe.MatchString(d.StorageClass) {
 		return fmt.Errorf("storage class: %q: want a class name such as standard", d.StorageClass)
 	}
+	if d.PublicURL != "" {
+		u, err := url.Parse(d.PublicURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.ContainsAny(d.PublicURL, "\"\\ \n") {
+			return fmt.Errorf("public url: %q: want the https address browsers reach the bridge at, e.g. https://bridge.example.com", d.PublicURL)
+		}
+	}
 	if d.SeccompProfile != "" && !seccompPathRe.MatchString(d.SeccompProfile) {
 		return fmt.Errorf("seccomp profile: %q: want a path relative to the kubelet's seccomp directory, e.g. %s", d.SeccompProfile, DefaultSeccompProfile)
 	}
@@ -136,6 +147,9 @@ func Manifests(d Deployment) string {
 	var args strings.Builder
 	for _, p := range d.MetricsPrincipals {
 		fmt.Fprintf(&args, ", --metrics-principal, %q", p)
+	}
+	if d.PublicURL != "" {
+		fmt.Fprintf(&args, ", --public-url, %q", d.PublicURL)
 	}
 	class := ""
 	if d.StorageClass != "" {

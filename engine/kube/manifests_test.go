@@ -15,14 +15,17 @@ func TestManifestsMetricsPrincipal(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		principals []string
+		publicURL  string
 		want       []string
 	}{
-		{"default", nil, []string{"serve", "--listen", "0.0.0.0:8080", "--metrics-principal", "prometheus"}},
-		{"given", []string{"ops", "grafana.agent"},
+		{"default", nil, "", []string{"serve", "--listen", "0.0.0.0:8080", "--metrics-principal", "prometheus"}},
+		{"given", []string{"ops", "grafana.agent"}, "",
 			[]string{"serve", "--listen", "0.0.0.0:8080", "--metrics-principal", "ops", "--metrics-principal", "grafana.agent"}},
+		{"public url", nil, "https://bridge.example.com",
+			[]string{"serve", "--listen", "0.0.0.0:8080", "--metrics-principal", "prometheus", "--public-url", "https://bridge.example.com"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out := Manifests(Deployment{Namespace: "ns", Image: "bridge:1", SandboxImage: "sandbox:1", MetricsPrincipals: c.principals})
+			out := Manifests(Deployment{Namespace: "ns", Image: "bridge:1", SandboxImage: "sandbox:1", MetricsPrincipals: c.principals, PublicURL: c.publicURL})
 			if strings.Contains(out, "${") {
 				t.Errorf("a placeholder is left:\n%s", out)
 			}
@@ -117,6 +120,9 @@ func TestDeploymentValidate(t *testing.T) {
 		{"bad namespace", func(d *Deployment) { d.Namespace = "Bridge_1" }, "namespace"},
 		{"profile escapes", func(d *Deployment) { d.SeccompProfile = "../etc/x.json" }, "seccomp profile"},
 		{"bad key", func(d *Deployment) { d.Files = map[string][]byte{"a b": nil} }, "config file"},
+		{"public url", func(d *Deployment) { d.PublicURL = "https://bridge.example.com/team" }, ""},
+		{"plain public url", func(d *Deployment) { d.PublicURL = "http://bridge.example.com" }, "public url"},
+		{"quoted public url", func(d *Deployment) { d.PublicURL = `https://b.example.com/"x` }, "public url"},
 		{"too big", func(d *Deployment) { d.Files = map[string][]byte{"a": make([]byte, 1<<20+1)} }, "1 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
