@@ -186,13 +186,23 @@ func (e *Engine) identityProblem(en config.Entry) string {
 // client, back to serve's callback.
 func (e *Engine) forPrincipal(en config.Entry, base actors.ServerSpec) func(string) actors.ServerSpec {
 	timeout := time.Duration(e.Env.ApprovalTimeout) * time.Second
+	// Nothing of the shared identity reaches a principal's spec: without a
+	// store or a callback it goes out with no token at all.
+	base.Transport, base.SignIn, base.ForPrincipal = nil, nil, nil
 	return func(principal string) actors.ServerSpec {
 		spec := base
 		// A principal the front accepted has a valid name; a key problem
 		// was logged at start, and the store then refuses to save.
 		store, _ := e.PrincipalTokens(principal)
+		callbacks := e.callbacks.Load()
+		if callbacks == nil {
+			// Never a loopback listener: under serve it would wait on the
+			// server's host. Load skips such an entry (identityProblem);
+			// this is the backstop.
+			return spec
+		}
 		ui := &oauth.Interaction{Out: io.Discard, Timeout: timeout, Can: actors.CanAskURL, NoLinks: actors.CannotAskURL,
-			Callbacks: e.callbacks.Load(), Principal: principal,
+			Callbacks: callbacks, Principal: principal,
 			Ask: func(ctx context.Context, u string) bool {
 				msg := fmt.Sprintf("Sign in to %s as yourself (bridge principal %s): open the link in a browser.", en.Name, principal)
 				return actors.AskURL(ctx, timeout, msg, u, randomID())
@@ -209,7 +219,6 @@ func (e *Engine) forPrincipal(en config.Entry, base actors.ServerSpec) func(stri
 			defer cancel()
 			return oauth.Probe(ctx, en, t)
 		}
-		spec.ForPrincipal = nil
 		return spec
 	}
 }

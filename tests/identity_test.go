@@ -220,6 +220,19 @@ func TestIdentityPrincipal(t *testing.T) {
 		t.Errorf("sign-in links after bob's sign-out: alice %d, bob %d; want 1 and 2", a, b)
 	}
 
+	// A step-up (403 insufficient_scope) asks the principal who met it, and
+	// only them.
+	if got := text(t, callHTTP(t, alice, map[string]any{"code": "print(await mcp_gh.write_note())", "servers": []string{"gh"}})); !strings.Contains(got, "note written by alice") {
+		t.Errorf("alice's step-up: %s", got)
+	}
+	aliceUser.opened.Wait()
+	if a, b := len(firstOf(aliceUser.snapshot())), len(firstOf(bobUser.snapshot())); a != 2 || b != 2 {
+		t.Errorf("sign-in links after alice's step-up: alice %d, bob %d; want 2 and 2", a, b)
+	}
+	if got := text(t, callHTTP(t, bob, whoami)); !strings.Contains(got, "user=bob") {
+		t.Errorf("bob after alice's step-up: %s", got)
+	}
+
 	// A link opened after MCP_BRIDGE_APPROVAL_TIMEOUT: the call fails
 	// naming the setting, and the late callback is refused.
 	carolUser := &signer{up: up, user: "carol", hold: true}

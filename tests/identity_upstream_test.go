@@ -485,7 +485,7 @@ func (u *identityUpstream) clientOf(r *http.Request) *iduClient {
 // mcp is the MCP endpoint. Every request, whatever its method, needs a
 // valid bearer token; the token's user is who the request is made as.
 func (u *identityUpstream) mcp(w http.ResponseWriter, r *http.Request) {
-	user := u.bearerUser(r)
+	user, scope := u.bearerUser(r)
 	if user == "" {
 		ch := fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp", scope="read"`, u.srv.URL)
 		if r.Header.Get("Authorization") != "" {
@@ -538,6 +538,8 @@ func (u *identityUpstream) mcp(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"tools": []any{
 			map[string]any{"name": "whoami", "description": "Says which upstream user the call was made as.",
 				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}}},
+			map[string]any{"name": "write_note", "description": "Needs the write scope (a step-up from read).",
+				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}}},
 			map[string]any{"name": "echo", "description": "Returns text.",
 				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"}}},
 		}})
@@ -550,12 +552,21 @@ func (u *identityUpstream) mcp(w http.ResponseWriter, r *http.Request) {
 			fail(-32602, "invalid params")
 			return
 		}
+		if p.Name == "write_note" && !slices.Contains(strings.Fields(scope), "write") {
+			// A step-up: this tool needs the write scope the first
+			// sign-in did not ask for.
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="read write", resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, u.srv.URL))
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
 		u.mu.Lock()
 		u.seen = append(u.seen, user)
 		u.mu.Unlock()
 		switch p.Name {
 		case "whoami":
 			reply(textResult("user="+user, false))
+		case "write_note":
+			reply(textResult("note written by "+user, false))
 		case "echo":
 			s, ok := p.Arguments["text"].(string)
 			if !ok {
@@ -571,20 +582,20 @@ func (u *identityUpstream) mcp(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// bearerUser is the user of the request's valid, unexpired access token,
-// or "" without one.
-func (u *identityUpstream) bearerUser(r *http.Request) string {
+// bearerUser is the user and scope of the request's valid, unexpired
+// access token, or "" without one.
+func (u *identityUpstream) bearerUser(r *http.Request) (user, scope string) {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
+		return "", ""
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	at := u.access[strings.TrimSpace(tok)]
 	if at == nil || !time.Now().Before(at.expires) {
-		return ""
+		return "", ""
 	}
-	return at.user
+	return at.user, at.scope
 }
 
 func iduJSON(w http.ResponseWriter, status int, v any) {
@@ -825,7 +836,7 @@ func TestIdentityUpstreamSelf(t *testing.T) {
 	if resp, _ := rpc(at.AccessToken, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
 		t.Errorf("notification: %d, want 202", resp.StatusCode)
 	}
-	if _, out := rpc(at.AccessToken, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); len(out.Result.Tools) != 2 {
+	if _, out := rpc(at.AccessToken, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); len(out.Result.Tools) != 3 {
 		t.Errorf("tools/list: %+v", out)
 	}
 	if _, out := rpc(at.AccessToken, whoami); len(out.Result.Content) != 1 || out.Result.Content[0].Text != "user=alice" {
