@@ -99,6 +99,14 @@ func TestIdentityAtLoad(t *testing.T) {
 		t.Errorf("alice's spec: transport %v, sign-in %v", alice.Transport != nil, alice.SignIn != nil)
 	}
 
+	// Without a callback endpoint a principal's spec carries no token and
+	// cannot sign in (never a loopback listener), and never the shared
+	// transport.
+	e.callbacks.Store(nil)
+	if bare := specs[0].ForPrincipal("alice"); bare.Transport != nil || bare.SignIn != nil {
+		t.Errorf("without callbacks: transport %v, sign-in %v; want neither", bare.Transport != nil, bare.SignIn != nil)
+	}
+
 	// No usable callback (serve under --insecure-no-auth has no tokens):
 	// skipped, with the reason.
 	e = identityEngine(t, servers, nil, true, nil)
