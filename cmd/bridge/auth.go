@@ -216,6 +216,8 @@ func printStatus(w io.Writer, e *engine.Engine, store *oauth.Store, principal st
 			fmt.Fprintf(w, "%s: identity principal: each principal signs in as themselves (bridge auth status --principal P)\n", en.Name)
 		case err != nil:
 			fmt.Fprintf(w, "%s: token file unreadable (%v); %s\n", en.Name, err, login)
+		case (rec == nil || (rec.AccessToken == "" && rec.RefreshToken == "")) && principal != "":
+			fmt.Fprintf(w, "%s: not signed in (%s)\n", en.Name, login)
 		case rec == nil || (rec.AccessToken == "" && rec.RefreshToken == ""):
 			fmt.Fprintf(w, "%s: not signed in (bridge doctor tells whether it needs it)\n", en.Name)
 		case !rec.Valid(time.Now()) && rec.RefreshToken == "":
