@@ -288,9 +288,24 @@ func TestIdentityPrincipal(t *testing.T) {
 			t.Errorf("%s is not sealed: %.80q", f, b)
 		}
 	}
+	// No issued token in the log, the audit trail or /metrics.
+	_, _, metrics := s.raw(http.MethodGet, "/metrics", "", bearerHeader(aliceToken))
+	var audit strings.Builder
+	_ = filepath.WalkDir(filepath.Join(state, ".bridge", "audit"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			audit.Write(b)
+		}
+		return nil
+	})
+	if audit.Len() == 0 || !strings.Contains(metrics, "bridge_") {
+		t.Errorf("audit trail %d bytes, /metrics %d bytes: want both to hold something", audit.Len(), len(metrics))
+	}
 	for _, tok := range up.IssuedTokens() {
-		if strings.Contains(s.stderr.String(), tok) {
-			t.Errorf("an issued token appears in the log")
+		for where, text := range map[string]string{"the log": s.stderr.String(), "the audit trail": audit.String(), "/metrics": metrics} {
+			if strings.Contains(text, tok) {
+				t.Errorf("an issued token appears in %s", where)
+			}
 		}
 	}
 }
