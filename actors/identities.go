@@ -175,7 +175,8 @@ func (p *identities) live() int {
 // it: never a token.
 type SignIn struct {
 	Server  string    `json:"server"`
-	State   string    `json:"state"` // "signed in", "expired, refreshed on next use", "expired"
+	State   string    `json:"state"`             // "signed in", "expired, refreshed on next use", "expired"
+	Account string    `json:"account,omitempty"` // the upstream account, when the server named it
 	Scope   string    `json:"scope,omitempty"`
 	Expires time.Time `json:"expires,omitzero"`
 }

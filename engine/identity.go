@@ -236,7 +236,7 @@ func (p principalSignIns) List(principal string) []actors.SignIn {
 	now := time.Now()
 	var out []actors.SignIn
 	for _, r := range store.List() {
-		s := actors.SignIn{Server: r.Server, Scope: r.Scope, Expires: r.ExpiresAt}
+		s := actors.SignIn{Server: r.Server, Scope: r.Scope, Expires: r.ExpiresAt, Account: r.Account}
 		switch {
 		case r.Valid(now):
 			s.State = "signed in"

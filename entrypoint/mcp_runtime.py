@@ -276,10 +276,12 @@ def history(n=10):
 
 def signins():
     """Your own sign-ins to servers configured with identity: principal (bridge serve): dicts with server,
-    state, scope and expires (ISO time or None); never a token. Empty elsewhere."""
+    state, account (the upstream's name for you, or None), scope and expires (ISO time or None); never a
+    token. Empty elsewhere."""
     res = _call("signins", {})
-    return tuple({"server": s.get("server"), "state": s.get("state"), "scope": s.get("scope") or None,
-                  "expires": s.get("expires") or None} for s in res.get("signins") or ())
+    return tuple({"server": s.get("server"), "state": s.get("state"), "account": s.get("account") or None,
+                  "scope": s.get("scope") or None, "expires": s.get("expires") or None}
+                 for s in res.get("signins") or ())
 
 
 def signout(server):

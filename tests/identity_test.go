@@ -153,7 +153,7 @@ func TestIdentityPrincipal(t *testing.T) {
 	aliceUser.opened.Wait()
 	bobUser.opened.Wait()
 	links, callbacks, pages := aliceUser.snapshot()
-	if len(links) != 1 || len(pages) != 1 || !strings.HasPrefix(pages[0], "200 ") || !strings.Contains(pages[0], "Signed in to gh for bridge principal alice") {
+	if len(links) != 1 || len(pages) != 1 || !strings.HasPrefix(pages[0], "200 ") || !strings.Contains(pages[0], "Signed in to gh for bridge principal alice. The tokens are the account gh names alice") {
 		t.Fatalf("alice's sign-in: links %q, pages %q", links, pages)
 	}
 	if !strings.HasPrefix(callbacks[0], s.base+"/oauth/callback?") {
@@ -202,7 +202,7 @@ func TestIdentityPrincipal(t *testing.T) {
 
 	// Each sees their own sign-ins only; no token reaches the sandbox.
 	res := text(t, callHTTP(t, alice, map[string]any{"code": "print(runtime.signins())"}))
-	if !strings.Contains(res, "'server': 'gh'") || !strings.Contains(res, "signed in") || strings.Contains(res, "token") {
+	if !strings.Contains(res, "'server': 'gh'") || !strings.Contains(res, "'account': 'alice'") || !strings.Contains(res, "signed in") || strings.Contains(res, "token") {
 		t.Errorf("alice's signins(): %s", res)
 	}
 	// bob signs out: his next call asks again, alice's does not.

@@ -442,7 +442,11 @@ func (u *identityUpstream) token(w http.ResponseWriter, r *http.Request) {
 	u.tokens[user]++
 	u.issued = append(u.issued, at, rt)
 	u.mu.Unlock()
-	out := map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": iduAccessLife, "refresh_token": rt}
+	// An unsigned OpenID Connect ID token names the user, as an
+	// authorization server that exposes the account does.
+	claims, _ := json.Marshal(map[string]string{"sub": "id-" + user, "preferred_username": user})
+	idToken := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString(claims) + "."
+	out := map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": iduAccessLife, "refresh_token": rt, "id_token": idToken}
 	if scope != "" {
 		out["scope"] = scope
 	}

@@ -140,7 +140,13 @@ func describe(r *oauth.Record) string {
 		return ""
 	}
 	s := ""
+	if r.Account != "" {
+		s += "as " + r.Account
+	}
 	if r.Scope != "" {
+		if s != "" {
+			s += ", "
+		}
 		s += "scope " + r.Scope
 	}
 	if !r.ExpiresAt.IsZero() {

@@ -77,7 +77,7 @@ func TestAuthStatusAndLogout(t *testing.T) {
 	store := oauth.NewStore(state, key)
 	until := time.Now().Add(time.Hour)
 	alice := oauth.NewStoreAt(filepath.Join(state, ".bridge", "principals", "alice", "oauth"), key)
-	if err := alice.Save(&oauth.Record{Server: "own", Resource: "https://own.example.com/mcp", AccessToken: "secret-alice", ExpiresAt: until}); err != nil {
+	if err := alice.Save(&oauth.Record{Server: "own", Resource: "https://own.example.com/mcp", AccessToken: "secret-alice", Account: "alice@upstream", ExpiresAt: until}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []*oauth.Record{
@@ -124,7 +124,7 @@ func TestAuthStatusAndLogout(t *testing.T) {
 		want string
 	}{
 		{[]string{"auth", "status"}, "own: identity principal: each principal signs in as themselves (bridge auth status --principal P)"},
-		{[]string{"auth", "status", "--principal", "alice"}, "own: signed in (until "},
+		{[]string{"auth", "status", "--principal", "alice"}, "own: signed in (as alice@upstream, until "},
 		{[]string{"auth", "status", "--principal", "alice"}, "other: shared identity: alice uses the operator's sign-in (bridge auth status)"},
 		{[]string{"auth", "status", "--principal", "bob"}, "own: not signed in"},
 		{[]string{"auth", "logout", "own", "--principal", "bob"}, "own: was not signed in for bob\n"},

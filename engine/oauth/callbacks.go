@@ -46,7 +46,14 @@ type pendingSignIn struct {
 	principal, server string
 	expires           time.Time
 	codes             chan callback
-	result            chan error // the exchange's outcome; buffered, one value
+	result            chan outcome // the exchange's; buffered, one value
+}
+
+// outcome is how a sign-in ended: err, or the upstream account it got
+// tokens for ("" when the server did not say).
+type outcome struct {
+	err     error
+	account string
 }
 
 // NewCallbacks returns the endpoint whose public address is redirect.
@@ -64,14 +71,14 @@ func (c *Callbacks) now() time.Time {
 // open registers state for principal's sign-in to server, valid for ttl.
 // The returned channel gets the browser's redirect; done reports the
 // exchange's outcome to the page and forgets the state (call it once).
-func (c *Callbacks) open(state, principal, server string, ttl time.Duration) (codes <-chan callback, done func(error)) {
+func (c *Callbacks) open(state, principal, server string, ttl time.Duration) (codes <-chan callback, done func(outcome)) {
 	p := &pendingSignIn{principal: principal, server: server, expires: c.now().Add(ttl),
-		codes: make(chan callback, 1), result: make(chan error, 1)}
+		codes: make(chan callback, 1), result: make(chan outcome, 1)}
 	c.mu.Lock()
 	c.pending[state] = p
 	c.mu.Unlock()
-	return p.codes, func(err error) {
-		p.result <- err
+	return p.codes, func(o outcome) {
+		p.result <- o
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.pending[state] == p {
@@ -159,13 +166,17 @@ func (c *Callbacks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), resultWait)
 	defer cancel()
 	select {
-	case err := <-p.result:
-		if err != nil {
-			page(w, http.StatusBadGateway, fmt.Sprintf("The sign-in to %s for bridge principal %s failed: %s", p.server, p.principal, err))
+	case o := <-p.result:
+		if o.err != nil {
+			page(w, http.StatusBadGateway, fmt.Sprintf("The sign-in to %s for bridge principal %s failed: %s", p.server, p.principal, o.err))
 			return
 		}
-		page(w, http.StatusOK, fmt.Sprintf("Signed in to %s for bridge principal %s. The tokens are the account you just used at %s: "+
-			"if that is not you, tell the bridge's operator. You can close this tab.", p.server, p.principal, p.server))
+		as := "the account you just used at " + p.server
+		if o.account != "" {
+			as = "the account " + p.server + " names " + o.account
+		}
+		page(w, http.StatusOK, fmt.Sprintf("Signed in to %s for bridge principal %s. The tokens are %s: "+
+			"if that is not you, tell the bridge's operator. You can close this tab.", p.server, p.principal, as))
 	case <-ctx.Done():
 		page(w, http.StatusAccepted, fmt.Sprintf("The sign-in to %s for bridge principal %s was received; your MCP client shows the result.", p.server, p.principal))
 	}

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -33,9 +34,9 @@ func TestCallbacks(t *testing.T) {
 		if cb.code != "code-a" || cb.state != "state-alice" {
 			t.Errorf("alice's sign-in got %+v", cb)
 		}
-		aliceDone(nil)
+		aliceDone(outcome{account: "alice@example.com"})
 	}()
-	if code, body := get("code=code-a&state=state-alice"); code != http.StatusOK || !strings.Contains(body, "Signed in to github for bridge principal alice") {
+	if code, body := get("code=code-a&state=state-alice"); code != http.StatusOK || !strings.Contains(body, "Signed in to github for bridge principal alice. The tokens are the account github names alice@example.com") {
 		t.Errorf("alice's callback: %d %s", code, body)
 	}
 	select {
@@ -62,10 +63,10 @@ func TestCallbacks(t *testing.T) {
 		t.Errorf("bob's expired sign-in got a redirect: %+v", cb)
 	default:
 	}
-	bobDone(errors.New("timed out"))
+	bobDone(outcome{err: errors.New("timed out")})
 	// A sign-in that ended (timeout) forgets its state: a late redirect is
 	// refused as expired.
-	lateDone(errors.New("timed out"))
+	lateDone(outcome{err: errors.New("timed out")})
 	if code, body := get("code=c&state=state-late"); code != http.StatusBadRequest || !strings.Contains(body, "expired") {
 		t.Errorf("after the sign-in ended: %d %q", code, body)
 	}
@@ -85,11 +86,37 @@ func TestCallbackPageEscapes(t *testing.T) {
 	codes, done := c.open("s", "alice", "gh", time.Minute)
 	go func() {
 		<-codes
-		done(errors.New("<script>x</script>"))
+		done(outcome{err: errors.New("<script>x</script>")})
 	}()
 	w := httptest.NewRecorder()
 	c.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/oauth/callback?state=s&code=c", nil))
 	if strings.Contains(w.Body.String(), "<script>") || w.Code != http.StatusBadGateway {
 		t.Errorf("page: %d %q", w.Code, w.Body.String())
+	}
+}
+
+// TestTokenAccount: the account an ID token names, for the person to check
+// who they signed in as; anything malformed names none.
+func TestTokenAccount(t *testing.T) {
+	jwt := func(claims string) string {
+		return "e30." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + ".sig"
+	}
+	for _, tc := range []struct {
+		name, idToken, want string
+	}{
+		{"none", "", ""},
+		{"preferred_username", jwt(`{"sub":"1","email":"a@x","preferred_username":"alice"}`), "alice"},
+		{"email", jwt(`{"sub":"1","email":"a@x"}`), "a@x"},
+		{"sub", jwt(`{"sub":"u-1"}`), "u-1"},
+		{"control characters", jwt(`{"name":"al\u001b[2Jice"}`), "al [2Jice"},
+		{"not a jwt", "abc", ""},
+		{"bad base64", "e30.%%%.sig", ""},
+		{"not json", "e30." + base64.RawURLEncoding.EncodeToString([]byte("x")) + ".sig", ""},
+		{"no string claim", jwt(`{"sub":7}`), ""},
+	} {
+		tr := &tokenResponse{IDToken: tc.idToken}
+		if got := tr.account(); got != tc.want {
+			t.Errorf("%s: account = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -99,8 +99,8 @@ func (s *signIn) run(ctx context.Context) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var failed error // what the callback page reports
-	defer func() { stop(failed) }()
+	var end outcome // what the callback page reports
+	defer func() { stop(end) }()
 	prev, _ := s.store.Load(s.server, canonical(s.url))
 	rec, err := s.register(ctx, as, redirect, prev)
 	if err != nil {
@@ -131,22 +131,23 @@ func (s *signIn) run(ctx context.Context) (*Record, error) {
 	}
 	code, err := s.await(ctx, authURL, state, codes)
 	if err != nil {
-		failed = err
+		end.err = err
 		return nil, err
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
 		"code_verifier": {verifier}, "resource": {indicator}}
 	tr, err := tokenRequest(ctx, s.hc, rec, form)
 	if err != nil {
-		failed = err
+		end.err = err
 		return nil, err
 	}
 	tr.apply(rec, scope, s.now())
 	rec.Server, rec.Resource = s.server, canonical(s.url)
 	if err := s.store.Save(rec); err != nil {
-		failed = errors.New("the token could not be stored")
+		end.err = errors.New("the token could not be stored")
 		return nil, err
 	}
+	end.account = rec.Account
 	return rec, nil
 }
 
@@ -284,7 +285,7 @@ type callback struct {
 // state there instead, for the interaction's timeout. stop shuts the
 // listener and waits for it, or reports the sign-in's outcome to the
 // callback page.
-func (s *signIn) listen(state string) (redirect string, codes <-chan callback, stop func(error), err error) {
+func (s *signIn) listen(state string) (redirect string, codes <-chan callback, stop func(outcome), err error) {
 	if cb := s.ui.Callbacks; cb != nil {
 		codes, done := cb.open(state, s.ui.Principal, s.server, s.timeout())
 		return cb.RedirectURI, codes, done, nil
@@ -301,7 +302,7 @@ func (s *signIn) listen(state string) (redirect string, codes <-chan callback, s
 	ch := make(chan callback, 1)
 	if s.ui.Paste != nil {
 		ln.Close()
-		return redirect, ch, func(error) {}, nil
+		return redirect, ch, func(outcome) {}, nil
 	}
 	var once sync.Once
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +328,7 @@ func (s *signIn) listen(state string) (redirect string, codes <-chan callback, s
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	return redirect, ch, func(error) {
+	return redirect, ch, func(outcome) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -62,6 +62,7 @@ type Record struct {
 	AccessToken   string    `json:"access_token,omitempty"`
 	RefreshToken  string    `json:"refresh_token,omitempty"`
 	Scope         string    `json:"scope,omitempty"`
+	Account       string    `json:"account,omitempty"` // the upstream account, when its ID token named one; not a secret
 	ExpiresAt     time.Time `json:"expires_at,omitzero"`
 	RefreshAt     time.Time `json:"refresh_at,omitzero"` // when to refresh ahead of ExpiresAt
 }

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ type tokenResponse struct {
 	RefreshToken string      `json:"refresh_token"`
 	ExpiresIn    json.Number `json:"expires_in"`
 	Scope        string      `json:"scope"`
+	IDToken      string      `json:"id_token"`
 	Error        string      `json:"error"`
 	ErrorDesc    string      `json:"error_description"`
 }
@@ -87,12 +89,45 @@ func (tr *tokenResponse) apply(rec *Record, requested string, now time.Time) {
 	if tr.Scope != "" {
 		rec.Scope = strings.Join(strings.Fields(oneLine(tr.Scope)), " ")
 	}
+	if a := tr.account(); a != "" {
+		rec.Account = a
+	}
 	rec.ExpiresAt, rec.RefreshAt = time.Time{}, time.Time{}
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
 		life := time.Duration(n) * time.Second
 		rec.ExpiresAt = now.Add(life)
 		rec.RefreshAt = rec.ExpiresAt.Add(-min(time.Minute, life/2))
 	}
+}
+
+// account is the upstream account the tokens are for, when the server
+// names it: the OpenID Connect ID token's preferred_username, email, name
+// or subject, first found. It is shown to the person who signed in (login
+// CSRF: who did they sign in as?), never trusted for anything: the token
+// is read without checking its signature.
+func (tr *tokenResponse) account() string {
+	parts := strings.Split(tr.IDToken, ".")
+	if len(parts) != 3 || len(parts[1]) > 16<<10 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return ""
+	}
+	var claims map[string]any
+	if json.Unmarshal(raw, &claims) != nil {
+		return ""
+	}
+	for _, k := range []string{"preferred_username", "email", "name", "sub"} {
+		if v, ok := claims[k].(string); ok && strings.TrimSpace(v) != "" {
+			a := oneLine(v)
+			if len(a) > 100 {
+				a = a[:100] + "…"
+			}
+			return a
+		}
+	}
+	return ""
 }
 
 // oneLine trims a server-supplied text for an error message or a status
