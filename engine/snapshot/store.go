@@ -309,11 +309,22 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 		return Meta{}, w.fail(fmt.Errorf("snapshot: %w", err))
 	}
 	next := s.path(w.id, extMeta) + extNext + strconv.FormatUint(inode(fi), 10)
+	superseded := false
 	err = s.locked(w.id, func() error {
 		s.recover(w.id)
-		// A SetLastCall since this upload began (the next call's
-		// snapshot started) must not move back.
 		if old, _, err := s.readMeta(w.id); err == nil && old.Principal == m.Principal && old.Session == m.Session {
+			// Uploads run in the background and may finish out of
+			// order: a snapshot of an earlier call, taken earlier, must
+			// not replace a later one (it would restore older state).
+			// Both must hold: a session started afresh counts its calls
+			// from 1 again, and its snapshots are taken later.
+			if old.Call > m.Call && old.Taken.After(m.Taken) {
+				superseded = true
+				m = old
+				return nil
+			}
+			// A SetLastCall since this upload began (the next call's
+			// snapshot started) must not move back.
 			m.LastCall = max(m.LastCall, old.LastCall)
 		}
 		m.Used = s.now().Round(0)
@@ -350,6 +361,11 @@ func (w *Writer) Commit(m Meta) (Meta, error) {
 		return Meta{}, w.fail(fmt.Errorf("snapshot: %w", err))
 	}
 	w.done = true
+	if superseded {
+		os.Remove(w.tmp)
+		s.log.Debug().Str("id", w.id).Int64("kept", m.Call).Msg("snapshot superseded: a later call's was stored first")
+		return m, nil
+	}
 	s.log.Debug().Str("id", w.id).Int64("bytes", m.Bytes).Int64("call", m.Call).Msg("snapshot committed")
 	live, _ := s.scan()
 	s.evict(live, w.id)

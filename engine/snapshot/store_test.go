@@ -949,3 +949,36 @@ func TestFence(t *testing.T) {
 		t.Errorf("the next leader reads %q (call %d, last call %d), want %q of call 1", got, m.Call, m.LastCall, "one")
 	}
 }
+
+// TestCommitOutOfOrder: uploads finish in any order; an earlier call's
+// snapshot, taken earlier, does not replace a later one's, but a session
+// started afresh (its calls counted from 1 again, taken later) does.
+func TestCommitOutOfOrder(t *testing.T) {
+	s, _ := newStore(t, Caps{})
+	put(t, s, "p", "s", 6, []byte("six"))
+	if m := put(t, s, "p", "s", 5, []byte("five")); m.Call != 6 {
+		t.Errorf("the late commit of call 5 answered call %d, want the kept 6", m.Call)
+	}
+	if got, m := get(t, s, "p", "s"); string(got) != "six" || m.Call != 6 {
+		t.Errorf("after a late call 5: %q, call %d; want six, 6", got, m.Call)
+	}
+	w, err := s.Create("p", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	w.Write([]byte("fresh"))
+	if _, err := w.Commit(Meta{Call: 1, Taken: t0.Add(time.Hour), Names: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, m := get(t, s, "p", "s"); string(got) != "fresh" || m.Call != 1 {
+		t.Errorf("a fresh session's call 1: %q, call %d; want fresh, 1", got, m.Call)
+	}
+	if ents, _ := os.ReadDir(s.dir); len(ents) > 3 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("files left: %v", names)
+	}
+}
