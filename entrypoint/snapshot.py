@@ -472,6 +472,10 @@ class Snapshotter:
             if self._busy is not None:
                 self._pending = call
                 return
+            # This snapshot holds every call before it too: one that waited
+            # would be taken later under its own, older call number, and
+            # replace this one in the store.
+            self._pending = None
         self._start(call, None, None)
 
     def idle(self):
