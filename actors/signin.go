@@ -92,14 +92,11 @@ func (c *Client) signingIn(ctx context.Context, use func(context.Context) (useRe
 // signInFor signs in to c's server within ctx's call when err, the start's
 // failure, asks for a sign-in and the call's client can open a link; it
 // reports whether a sign-in succeeded (the caller then uses the server
-// again), or why the one it tried failed. At most one try per run_python call and server, so a declined
-// link is not asked again by every call of a loop; the server's
-// Interaction bounds the wait.
+// again), or why the one it tried failed. At most one try per run_python
+// call and server, so a declined link is not asked again by every call of a
+// loop; the server's Interaction bounds the wait.
 func (c *Client) signInFor(ctx context.Context, err error) (signedIn bool, failed error) {
-	if c.spec.SignIn == nil || asSignIn(err) == nil {
-		return false, nil
-	}
-	if !CanAskURL(ctx) {
+	if c.spec.SignIn == nil || asSignIn(err) == nil || !CanAskURL(ctx) {
 		return false, nil
 	}
 	if asks := innerFrom(ctx).src.current(); !asks.firstSignIn(c.spec.Name) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/engine/audit"
-	"github.com/bridge-mcp/bridge/engine/snapshot"
 	"github.com/bridge-mcp/bridge/protocol"
 	"github.com/bridge-mcp/bridge/protocol/result"
 )
@@ -44,16 +43,13 @@ func auditOn(env Env) bool {
 // openAudit opens the audit trail of env, or returns nil when it is off.
 // Under bridge serve each record is synced before the call's result is
 // returned; bridge run leaves write-back to the kernel (docs/DECISIONS.md).
-func openAudit(env Env, log zerolog.Logger, red *audit.Redactor) (*auditTrail, error) {
+func openAudit(env Env, log zerolog.Logger, red *audit.Redactor, loadKey func() ([]byte, error)) (*auditTrail, error) {
 	if !auditOn(env) {
 		return nil, nil
 	}
-	key, warning, err := snapshot.LoadKey(env.KeyFile)
+	key, err := loadKey()
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w (MCP_BRIDGE_KEY_FILE)", err)
-	}
-	if warning != "" {
-		log.Warn().Msg(warning)
 	}
 	dir := AuditDir(env.StateDir)
 	l, err := audit.Open(dir, key, audit.Options{MaxFileBytes: env.AuditMaxFile, Retention: env.AuditRetention, Sync: env.Serving})

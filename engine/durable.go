@@ -18,16 +18,13 @@ import (
 // with the key of MCP_BRIDGE_KEY_FILE. Without it (durability off, or the
 // store cannot be opened: said once at warn level) sessions live only as
 // long as their sandboxes, as before.
-func openSnapshots(env Env, log zerolog.Logger) (*snapshot.Store, error) {
+func openSnapshots(env Env, log zerolog.Logger, loadKey func() ([]byte, error)) (*snapshot.Store, error) {
 	if env.Durability == actors.DurabilityOff {
 		return nil, nil
 	}
-	key, warning, err := snapshot.LoadKey(env.KeyFile)
+	key, err := loadKey()
 	if err != nil {
 		return nil, fmt.Errorf("sessions will not survive restarts: %w (MCP_BRIDGE_KEY_FILE)", err)
-	}
-	if warning != "" {
-		log.Warn().Msg(warning)
 	}
 	caps := snapshot.Caps{PerSession: env.SnapshotMax, Total: env.SnapshotTotal, Retention: env.SnapshotRetention}
 	st, err := snapshot.Open(filepath.Join(env.StateDir, ".bridge", "sessions"), key, caps, log.With().Str("actor", "snapshots").Logger())

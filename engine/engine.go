@@ -86,10 +86,11 @@ type Engine struct {
 	// durability is off or it could not be opened (snapErr says why).
 	snaps   *snapshot.Store
 	snapErr error
-	// tkey is the key that seals token files (identity.go); callbacks is
+	// key is MCP_BRIDGE_KEY_FILE, loaded once for snapshots, the audit
+	// trail and token files (identity.go); callbacks is
 	// serve's sign-in redirect endpoint, nil elsewhere or when no
 	// principal can sign in. identityIgnored warns once under bridge run.
-	tkey            tokenKeyState
+	key             *bridgeKey
 	callbacks       atomic.Pointer[oauth.Callbacks]
 	identityIgnored sync.Once
 }
@@ -164,7 +165,8 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 		Log:          log,
 		Image:        env.Image,
 	}
-	if e.snaps, e.snapErr = openSnapshots(env, log); e.snapErr != nil {
+	e.key = &bridgeKey{path: env.KeyFile, log: log}
+	if e.snaps, e.snapErr = openSnapshots(env, log, e.key.load); e.snapErr != nil {
 		log.Warn().Err(e.snapErr).Msg("durability off")
 	} else if e.snaps != nil {
 		cfg.Snapshots, cfg.Durability = snapshotStore{e.snaps}, env.Durability
@@ -191,7 +193,7 @@ func New(env Env, version string, log zerolog.Logger, getenv func(string) string
 	if e.traces, err = startTraces(env, version, e.red, log); err != nil {
 		log.Error().Err(err).Msg("traces off")
 	}
-	if e.audit, e.auditErr = openAudit(env, log, e.red); e.auditErr != nil {
+	if e.audit, e.auditErr = openAudit(env, log, e.red, e.key.load); e.auditErr != nil {
 		log.Error().Err(e.auditErr).Msg("audit trail off")
 	} else if e.audit != nil {
 		e.dispatcher.Audit = e.audit.begin

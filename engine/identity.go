@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/bridge-mcp/bridge/actors"
 	"github.com/bridge-mcp/bridge/actors/mcpwire"
 	"github.com/bridge-mcp/bridge/engine/config"
@@ -33,29 +35,36 @@ import (
 // CallbackPath is serve's OAuth redirect endpoint.
 const CallbackPath = httpd.CallbackPath
 
-// tokenKeyState loads MCP_BRIDGE_KEY_FILE once (making it when there is
-// none, as snapshots and the audit trail do): the key that seals token
-// files at rest.
-type tokenKeyState struct {
+// bridgeKey is MCP_BRIDGE_KEY_FILE, read once (made when there is none)
+// for everything the bridge signs or seals with it: session snapshots, the
+// audit trail and token files. Its mode warning is logged once. Each user
+// wraps the error with what it loses.
+type bridgeKey struct {
+	path string
+	log  zerolog.Logger
 	once sync.Once
 	key  []byte
 	err  error
 }
 
-// tokenKey is the sealing key; the error names the key file.
-func (e *Engine) tokenKey() ([]byte, error) {
-	e.tkey.once.Do(func() {
-		key, warning, err := snapshot.LoadKey(e.Env.KeyFile)
-		if err != nil {
-			e.tkey.err = fmt.Errorf("token key: MCP_BRIDGE_KEY_FILE=%s: %w", e.Env.KeyFile, err)
-			return
-		}
+func (k *bridgeKey) load() ([]byte, error) {
+	k.once.Do(func() {
+		var warning string
+		k.key, warning, k.err = snapshot.LoadKey(k.path)
 		if warning != "" {
-			e.Log.Warn().Msg(warning)
+			k.log.Warn().Msg(warning)
 		}
-		e.tkey.key = key
 	})
-	return e.tkey.key, e.tkey.err
+	return k.key, k.err
+}
+
+// tokenKey is the key that seals token files; the error names the key file.
+func (e *Engine) tokenKey() ([]byte, error) {
+	key, err := e.key.load()
+	if err != nil {
+		return nil, fmt.Errorf("token key: MCP_BRIDGE_KEY_FILE=%s: %w", e.Env.KeyFile, err)
+	}
+	return key, nil
 }
 
 // principalsDir holds every principal's own files.
@@ -284,16 +293,11 @@ func (e *Engine) openCallbacks(opts HTTPOptions, listening string) {
 	e.callbacks.Store(oauth.NewCallbacks(pub.String() + CallbackPath))
 }
 
-// callbackHandler is serve's /oauth/callback: the endpoint openCallbacks
-// made, looked up per request since the handler is built before it.
-func (e *Engine) callbackHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := e.callbacks.Load()
-		if c == nil {
-			w.Header().Set("Connection", "close")
-			http.Error(w, "not found: this bridge takes no sign-in callbacks (no tokens file, or no usable --public-url)", http.StatusNotFound)
-			return
-		}
-		c.ServeHTTP(w, r)
-	})
+// callback is serve's /oauth/callback endpoint, for httpd: the one
+// openCallbacks made, or nil before it or without one.
+func (e *Engine) callback() http.Handler {
+	if c := e.callbacks.Load(); c != nil {
+		return c
+	}
+	return nil
 }

@@ -186,7 +186,7 @@ func (e *Engine) ServeHTTP(ctx context.Context, opts HTTPOptions) error {
 		ListenHost: host, Tokens: tokens, AllowedOrigins: opts.AllowedOrigins, MetricsPrincipals: opts.MetricsPrincipals,
 		MaxBody: int64(e.Env.MaxFrameBytes) + 64<<10, BodyTimeout: bodyTimeout,
 		MCP: mcpHTTP, Bindings: bindings, Metrics: metrics, Log: hlog,
-		Ready: ready.ok, Standby: lead.isStandby, Drain: drain, Callback: e.callbackHandler(),
+		Ready: ready.ok, Standby: lead.isStandby, Drain: drain, Callback: e.callback,
 	})
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {

@@ -53,7 +53,7 @@ func (e *Engine) principalStores() func(string) actors.Store {
 		if s, ok := stores[p]; ok {
 			return s
 		}
-		s := store.New(filepath.Join(e.Env.StateDir, ".bridge", "principals", p), e.Env.MemoryMaxValue, e.Env.MemoryMaxTotal,
+		s := store.New(filepath.Join(e.principalsDir(), p), e.Env.MemoryMaxValue, e.Env.MemoryMaxTotal,
 			store.WithMaxKeys(e.Env.MemoryMaxKeys), store.WithListBytes(e.Env.MaxFrameBytes/2))
 		stores[p] = s
 		return s

@@ -213,19 +213,18 @@ func printStatus(w io.Writer, e *engine.Engine, store *oauth.Store, principal st
 			continue
 		}
 		rec, err := store.Load(en.Name, t.Canonical())
-		login := "run: bridge auth login " + en.Name
+		login, notSigned := "run: bridge auth login "+en.Name, "bridge doctor tells whether it needs it"
 		if principal != "" {
 			login = principal + " signs in from their MCP client, at their next call"
+			notSigned = login
 		}
 		switch {
 		case principal == "" && own && (rec == nil || err != nil):
 			fmt.Fprintf(w, "%s: identity principal: each principal signs in as themselves (bridge auth status --principal P)\n", en.Name)
 		case err != nil:
 			fmt.Fprintf(w, "%s: token file unreadable (%v); %s\n", en.Name, err, login)
-		case (rec == nil || (rec.AccessToken == "" && rec.RefreshToken == "")) && principal != "":
-			fmt.Fprintf(w, "%s: not signed in (%s)\n", en.Name, login)
 		case rec == nil || (rec.AccessToken == "" && rec.RefreshToken == ""):
-			fmt.Fprintf(w, "%s: not signed in (bridge doctor tells whether it needs it)\n", en.Name)
+			fmt.Fprintf(w, "%s: not signed in (%s)\n", en.Name, notSigned)
 		case !rec.Valid(time.Now()) && rec.RefreshToken == "":
 			fmt.Fprintf(w, "%s: sign-in expired; %s\n", en.Name, login)
 		default:

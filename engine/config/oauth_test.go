@@ -24,20 +24,12 @@ func TestParseOAuth(t *testing.T) {
 			`"oauth": "clientMetadataUrl" must be an https URL with a path, not "http://me.example.org/bridge.json"`},
 		{"scopes not strings", `{"url":"https://x/mcp","oauth":{"scopes":[1]}}`, nil, `"oauth": "scopes" must be a list of strings; scopes[0] is a number`},
 	} {
-		raw, err := decodeJSON([]byte(tc.entry))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, _, _, err := parseEntry("s", raw, "")
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
+		e, got := parseText(t, tc.entry)
 		if got != tc.err {
 			t.Errorf("%s: err = %q, want %q", tc.name, got, tc.err)
 			continue
 		}
-		if err == nil && !reflect.DeepEqual(e.OAuth, tc.want) {
+		if got == "" && !reflect.DeepEqual(e.OAuth, tc.want) {
 			t.Errorf("%s: OAuth = %+v, want %+v", tc.name, e.OAuth, tc.want)
 		}
 	}
@@ -65,20 +57,12 @@ func TestParseIdentity(t *testing.T) {
 		{"static header", `{"url":"https://x/mcp","identity":"principal","headers":{"authorization":"Bearer x"}}`, "",
 			`"identity": "principal" and a static "Authorization" header exclude each other: the header would send one credential for every user; remove one`},
 	} {
-		raw, err := decodeJSON([]byte(tc.entry))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, _, _, err := parseEntry("s", raw, "")
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
+		e, got := parseText(t, tc.entry)
 		if got != tc.err {
 			t.Errorf("%s: err = %q, want %q", tc.name, got, tc.err)
 			continue
 		}
-		if err == nil && e.Identity != tc.want {
+		if got == "" && e.Identity != tc.want {
 			t.Errorf("%s: identity = %q, want %q", tc.name, e.Identity, tc.want)
 		}
 	}
@@ -91,4 +75,19 @@ func TestParseIdentity(t *testing.T) {
 	if hashEntry(a) == hashEntry(b) {
 		t.Error("a change of identity must change the config hash")
 	}
+}
+
+// parseText parses one entry given as JSON text; the error is its text, ""
+// for none.
+func parseText(t *testing.T, entry string) (Entry, string) {
+	t.Helper()
+	raw, err := decodeJSON([]byte(entry))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, _, err := parseEntry("s", raw, "")
+	if err != nil {
+		return e, err.Error()
+	}
+	return e, ""
 }

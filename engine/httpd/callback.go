@@ -22,14 +22,18 @@ const (
 // token and the Origin check (a browser arriving from the authorization
 // server carries neither ours): a shared rate limit, a cap on the header
 // size, no body, and Connection: close on every refusal. The state in the
-// query is the credential; next checks it.
-func (cfg Config) callback(next http.Handler) http.Handler {
+// query is the credential; the endpoint checks it.
+func (cfg Config) callback() http.Handler {
 	limit := rate.NewLimiter(callbackRate, callbackBurst)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var next http.Handler
+		if cfg.Callback != nil {
+			next = cfg.Callback()
+		}
 		switch {
 		case next == nil:
 			closing(w)
-			http.Error(w, "not found: this bridge has no server with \"identity\": \"principal\", so no sign-in comes back here", http.StatusNotFound)
+			http.Error(w, "not found: this bridge takes no sign-in callbacks (no tokens file, or no usable --public-url)", http.StatusNotFound)
 		case !limit.Allow():
 			closing(w)
 			w.Header().Set("Retry-After", "1")

@@ -14,10 +14,11 @@ import (
 func TestHandlerCallback(t *testing.T) {
 	cfg, _ := testConfig(t, true)
 	var got int
-	cfg.Callback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got++
 		fmt.Fprint(w, "page")
 	})
+	cfg.Callback = func() http.Handler { return page }
 	h := Handler(cfg)
 	w := do(h, http.MethodGet, "/oauth/callback?state=s&code=c", "", header("Origin", "https://auth.example.com"))
 	if w.Code != http.StatusOK || w.Body.String() != "page" {
@@ -54,8 +55,10 @@ func TestHandlerCallback(t *testing.T) {
 	if w := do(h, http.MethodPost, "/mcp", initBody); w.Code != http.StatusUnauthorized {
 		t.Errorf("/mcp without a token: %d", w.Code)
 	}
-	cfg.Callback = nil
-	if w := do(Handler(cfg), http.MethodGet, "/oauth/callback?state=s", ""); w.Code != http.StatusNotFound {
-		t.Errorf("no endpoint: %d", w.Code)
+	for _, cb := range []func() http.Handler{nil, func() http.Handler { return nil }} {
+		cfg.Callback = cb
+		if w := do(Handler(cfg), http.MethodGet, "/oauth/callback?state=s", ""); w.Code != http.StatusNotFound {
+			t.Errorf("no endpoint: %d", w.Code)
+		}
 	}
 }

@@ -50,10 +50,11 @@ type Config struct {
 	Drain   *Drain
 	Metrics *Metrics
 	Log     zerolog.Logger
-	// Callback is the sign-in redirect endpoint of principals' own
-	// upstream sign-ins (engine/oauth.Callbacks); nil: none is pending
-	// ever, and the path answers 404.
-	Callback http.Handler
+	// Callback returns the sign-in redirect endpoint of principals' own
+	// upstream sign-ins (engine/oauth.Callbacks), looked up per request:
+	// serve makes it once its listener has a port. nil, or a nil result:
+	// there is none, and the path answers 404.
+	Callback func() http.Handler
 }
 
 // Anonymous is the principal of every caller when authentication is off.
@@ -94,7 +95,7 @@ func Handler(cfg Config) http.Handler {
 	mux.Handle("/mcp", cfg.refuseStandby(cfg.Drain.wrap(cfg.auth(cfg.bind(cfg.body(traceParent(cfg.MCP)))))))
 	// The sign-in callback skips the Origin check and auth (callback.go);
 	// the DNS rebinding check still applies.
-	guarded, signIn := cfg.guard(mux), cfg.hostCheck(cfg.callback(cfg.Callback))
+	guarded, signIn := cfg.guard(mux), cfg.hostCheck(cfg.callback())
 	return cfg.count(cfg.deadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == CallbackPath {
 			signIn.ServeHTTP(w, r)
